@@ -1,0 +1,688 @@
+/**
+ * The elector (DESIGN.md §3, §4): one candidate for one lease.
+ *
+ * - Decisions use the monotonic clock only. A leader is leader until `sentAt + leaseMs - safetyMs`,
+ *   `sentAt` being when its last successful write was sent; a watchdog ends leadership at that
+ *   instant even while a store call hangs.
+ * - A follower treats a lease as expired once the revision it sees has not changed for the
+ *   holder's `leaseMs` on its own clock (client-go's observed time) and schedules its takeover for
+ *   exactly that instant; it polls every `retryMs` (or listens, when the store can push) only to
+ *   learn of releases early.
+ * - One renewal is one conditional write and no read. An ambiguous write is resolved by the
+ *   `writeId` of the record the store holds, never by assuming an outcome.
+ * - All store calls of one elector run one at a time from one loop, so a release never races a
+ *   renewal of the same elector.
+ *
+ * Runtime-neutral: no Node-only API.
+ */
+import { type Clock, systemClock } from "./clock.js";
+import {
+  isAmbiguous,
+  LeaseConflictError,
+  type LeaseRecord,
+  type LeaseStore,
+  LeaseStoreError,
+  newWriteId,
+  type Stored,
+} from "./lease.js";
+import { resolveElectorOptions } from "./options.js";
+
+export interface ElectorOptions {
+  /** Where the lease lives. */
+  store: LeaseStore;
+  /** The lease name (DESIGN.md §1 pattern). */
+  name: string;
+  /** This candidate's identity; unique per process. Default: a random id. */
+  identity?: string;
+  /** Lease duration after each renewal. Default 15000. */
+  leaseMs?: number;
+  /** Interval between renewals; must be < leaseMs - safetyMs. Default leaseMs / 3. */
+  renewMs?: number;
+  /** Follower poll interval and retry delay after a failed call. Default leaseMs / 7.5 (2 s for 15 s). */
+  retryMs?: number;
+  /** Margin a leader gives up before its lease could expire elsewhere (clock rate drift, timer lateness). Default leaseMs / 10. */
+  safetyMs?: number;
+  /** Retries wait retryMs * (1 + jitter * random); 0 disables. Default 0.2. */
+  jitter?: number;
+  /** Bound on wall-clock skew between machines, for the fresh-candidate shortcut (DESIGN.md §8). Default 1000. */
+  maxSkewMs?: number;
+  /** Longest a store call may take before it counts as ambiguous. Default renewMs. */
+  callTimeoutMs?: number;
+  /** On stop, how long leader work may run after its signal aborted before the lease is released anyway. Default leaseMs. */
+  graceMs?: number;
+  /** Small string map stored with the lease (e.g. this leader's address). */
+  metadata?: Record<string, string>;
+  clock?: Clock;
+  /** Source of jitter, for deterministic tests. Default Math.random. */
+  random?: () => number;
+}
+
+export type LossReason = "conflict" | "expired" | "stopped" | "released";
+
+export interface ElectedEvent {
+  term: number;
+  record: LeaseRecord;
+  /** Aborts the moment this term's leadership ends (or stop() begins). */
+  signal: AbortSignal;
+}
+export interface DeposedEvent {
+  term: number;
+  reason: LossReason;
+}
+export interface LeaderEvent {
+  /** The holder now observed, `null` when the lease is free. */
+  holder: string | null;
+  term: number;
+}
+export interface ElectorEvents {
+  elected: ElectedEvent;
+  deposed: DeposedEvent;
+  leader: LeaderEvent;
+  renewed: { term: number; revision: string };
+  error: { error: unknown; during: "read" | "acquire" | "renew" | "release" };
+}
+
+export type ElectorPhase = "idle" | "follower" | "leader" | "stopped";
+
+export interface ElectorState {
+  phase: ElectorPhase;
+  isLeader: boolean;
+  /** The holder last observed (this candidate when leader). */
+  holder: string | null;
+  /** Term of the record last observed or held; 0 when none seen. */
+  term: number;
+  /** Monotonic time at which leadership ends without a renewal; `undefined` when not leader. */
+  leaderUntil: number | undefined;
+  /** Monotonic time of the last successful renewal or acquisition sent. */
+  lastRenewalSentAt: number | undefined;
+}
+
+/** Thrown into a term's signal as its abort reason. */
+export class LeadershipLostError extends Error {
+  override name = "LeadershipLostError";
+  constructor(
+    readonly term: number,
+    readonly reason: LossReason | "stopping",
+  ) {
+    super(`leadership of term ${term} ended: ${reason}`);
+  }
+}
+
+interface Held {
+  stored: Stored;
+  sentAt: number;
+  until: number;
+  controller: AbortController;
+  watchdog: AbortController;
+  /** Next write not before this instant (renewal schedule or retry back-off). */
+  nextAt: number;
+}
+
+interface Observed {
+  stored: Stored | null;
+  /** Monotonic time this revision was first seen. */
+  at: number;
+}
+
+type Listener<T> = (event: T) => void;
+
+export class Elector {
+  readonly name: string;
+  readonly identity: string;
+  readonly leaseMs: number;
+  readonly renewMs: number;
+  readonly retryMs: number;
+  readonly safetyMs: number;
+  private readonly store: LeaseStore;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly jitter: number;
+  private readonly maxSkewMs: number;
+  private readonly callTimeoutMs: number;
+  private readonly graceMs: number;
+  private readonly metadata: Record<string, string>;
+
+  private phase: ElectorPhase = "idle";
+  private held: Held | undefined;
+  private observed: Observed | undefined;
+  private lastLeader: { holder: string | null; term: number } | undefined;
+  /** Our writes whose outcome is unknown, with the instant each was sent. */
+  private readonly unresolved = new Map<string, number>();
+  /** Read before the next follower decision (the last observation may be stale). */
+  private needsRead = true;
+  private stopping = false;
+  private stopRequested = false;
+  private releaseOnStop = true;
+  private loop: Promise<void> | undefined;
+  private wakeLoop: (() => void) | undefined;
+  private readonly work = new Set<Promise<unknown>>();
+  private readonly listeners: { [K in keyof ElectorEvents]?: Set<Listener<ElectorEvents[K]>> } = {};
+  private watchAbort: AbortController | undefined;
+
+  constructor(options: ElectorOptions) {
+    const o = resolveElectorOptions(options);
+    this.store = options.store;
+    this.name = o.name;
+    this.identity = o.identity ?? `candidate-${newWriteId().slice(0, 8)}`;
+    this.leaseMs = o.leaseMs;
+    this.renewMs = o.renewMs;
+    this.retryMs = o.retryMs;
+    this.safetyMs = o.safetyMs;
+    this.jitter = o.jitter;
+    this.maxSkewMs = o.maxSkewMs;
+    this.callTimeoutMs = o.callTimeoutMs;
+    this.graceMs = o.graceMs;
+    this.metadata = o.metadata;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<K extends keyof ElectorEvents>(type: K, listener: Listener<ElectorEvents[K]>): () => void {
+    let set = this.listeners[type] as Set<Listener<ElectorEvents[K]>> | undefined;
+    if (!set) {
+      set = new Set();
+      (this.listeners as Record<string, unknown>)[type] = set;
+    }
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  get current(): ElectorState {
+    const h = this.held;
+    return {
+      phase: this.phase,
+      isLeader: h !== undefined,
+      holder: h ? this.identity : (this.observed?.stored?.record.holder ?? null),
+      term: h ? h.stored.record.term : (this.observed?.stored?.record.term ?? 0),
+      leaderUntil: h?.until,
+      lastRenewalSentAt: h?.sentAt,
+    };
+  }
+
+  /** The signal of the current term, when leader. */
+  get signal(): AbortSignal | undefined {
+    return this.held?.controller.signal;
+  }
+
+  /** Starts campaigning. Idempotent. */
+  start(): void {
+    if (this.loop) return;
+    this.phase = "follower";
+    this.startWatch();
+    this.loop = this.run();
+  }
+
+  /**
+   * Registers leader work: a graceful stop waits for it (up to `graceMs`) before releasing, so the
+   * next leader never overlaps this one's shutdown.
+   */
+  trackWork(work: Promise<unknown>): void {
+    const p = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.work.add(p);
+    void p.then(() => this.work.delete(p));
+  }
+
+  /**
+   * Stops campaigning. A leader first aborts its term's signal, keeps renewing while tracked work
+   * finishes (at most `graceMs`), then releases (`release: true`, the default) so a follower can
+   * take over at once; `release: false` lets the lease run out instead.
+   */
+  async stop(options: { release?: boolean; graceMs?: number } = {}): Promise<void> {
+    if (!this.loop) {
+      this.phase = "stopped";
+      return;
+    }
+    if (!this.stopping) {
+      this.stopping = true;
+      const h = this.held;
+      if (h) {
+        h.controller.abort(new LeadershipLostError(h.stored.record.term, "stopping"));
+        if (this.work.size > 0) {
+          const grace = new AbortController();
+          await Promise.race([
+            Promise.all([...this.work]),
+            this.clock.sleep(options.graceMs ?? this.graceMs, grace.signal),
+          ]);
+          grace.abort();
+        }
+      }
+      this.releaseOnStop = options.release ?? true;
+      this.stopRequested = true;
+      this.wake();
+    }
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (!this.stopRequested) {
+        if (this.held) await this.leaderStep(this.held);
+        else await this.followerStep();
+      }
+      if (this.held) {
+        if (this.releaseOnStop) await this.release(this.held);
+        if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
+      }
+    } finally {
+      this.watchAbort?.abort();
+      this.phase = "stopped";
+    }
+  }
+
+  // ---- leader ----
+
+  private async leaderStep(h: Held): Promise<void> {
+    await this.wait(h.nextAt - this.clock.now());
+    if (this.stopRequested || this.held !== h) return;
+    const sentAt = this.clock.now();
+    if (sentAt >= h.until) return this.lose("expired");
+    const next: LeaseRecord = {
+      ...h.stored.record,
+      holder: this.identity,
+      leaseMs: this.leaseMs,
+      metadata: this.metadata,
+      renewedAt: this.clock.wallNow(),
+      writeId: newWriteId(),
+    };
+    const outcome = await this.write(next, h.stored.revision, h.until - sentAt);
+    if (this.held !== h) return; // the watchdog ended this term while the call was out
+    if (outcome.kind === "applied") {
+      this.adopt(h, outcome.stored, sentAt);
+      this.emit("renewed", { term: next.term, revision: outcome.stored.revision });
+    } else if (outcome.kind === "ours") {
+      this.adopt(h, outcome.stored, outcome.sentAt);
+    } else if (outcome.kind === "lost") {
+      this.lose("conflict");
+      this.observe(outcome.current);
+    } else {
+      this.emit("error", { error: outcome.error, during: "renew" });
+      h.nextAt = Math.min(this.clock.now() + this.retryDelay(), h.until);
+    }
+  }
+
+  private adopt(h: Held, stored: Stored, sentAt: number): void {
+    h.stored = stored;
+    h.sentAt = sentAt;
+    h.until = sentAt + stored.record.leaseMs - this.safetyMs;
+    h.nextAt = sentAt + this.renewMs;
+    this.unresolved.clear();
+    this.armWatchdog(h);
+  }
+
+  private armWatchdog(h: Held): void {
+    h.watchdog.abort();
+    const watchdog = new AbortController();
+    h.watchdog = watchdog;
+    void this.clock.sleep(h.until - this.clock.now(), watchdog.signal).then(() => {
+      if (!watchdog.signal.aborted && this.held === h) {
+        this.lose("expired");
+        this.wake();
+      }
+    });
+  }
+
+  private becomeLeader(stored: Stored, sentAt: number): void {
+    if (this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
+      // Our write landed but its safe window has already closed: not leader; it may be taken over
+      // (by us too) once it has expired for everyone.
+      this.unresolved.clear();
+      this.observed = { stored, at: sentAt };
+      this.needsRead = false;
+      this.noteLeader(stored);
+      return;
+    }
+    const h: Held = {
+      stored,
+      sentAt,
+      until: 0,
+      nextAt: 0,
+      controller: new AbortController(),
+      watchdog: new AbortController(),
+    };
+    this.held = h;
+    this.phase = "leader";
+    this.adopt(h, stored, sentAt);
+    this.noteLeader(stored);
+    // Elected while stop() was starting: hand out an already-aborted signal, then release.
+    if (this.stopping) h.controller.abort(new LeadershipLostError(stored.record.term, "stopping"));
+    this.emit("elected", { term: stored.record.term, record: stored.record, signal: h.controller.signal });
+  }
+
+  private lose(reason: LossReason): void {
+    const h = this.held;
+    if (!h) return;
+    this.held = undefined;
+    this.phase = this.stopRequested ? "stopped" : "follower";
+    h.watchdog.abort();
+    const term = h.stored.record.term;
+    h.controller.abort(new LeadershipLostError(term, reason));
+    // What we last wrote is what followers see; observing it now keeps the expiry rule honest.
+    this.observed = { stored: h.stored, at: h.sentAt };
+    this.needsRead = true;
+    this.emit("deposed", { term, reason });
+  }
+
+  /** Writes `holder: null`, keeping the term. Retries against our own newer revision, never blindly. */
+  private async release(h: Held): Promise<void> {
+    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
+      const sentAt = this.clock.now();
+      if (sentAt >= h.until) return; // the lease runs out by itself; a late write could only confuse
+      const next: LeaseRecord = {
+        ...h.stored.record,
+        holder: null,
+        renewedAt: this.clock.wallNow(),
+        writeId: newWriteId(),
+      };
+      const outcome = await this.write(next, h.stored.revision, h.until - sentAt);
+      if (this.held !== h) return;
+      if (outcome.kind === "applied") {
+        this.observed = { stored: outcome.stored, at: this.clock.now() };
+        return;
+      }
+      if (outcome.kind === "ours") {
+        // One of our own writes landed meanwhile: a renewal (release again on top of it) or this release.
+        if (outcome.stored.record.holder === null) return;
+        this.adopt(h, outcome.stored, outcome.sentAt);
+        continue;
+      }
+      if (outcome.kind === "lost") return this.lose("conflict");
+      this.emit("error", { error: outcome.error, during: "release" });
+      await this.clock.sleep(Math.min(this.retryDelay() / 4, Math.max(0, h.until - this.clock.now())));
+    }
+  }
+
+  // ---- follower ----
+
+  private async followerStep(): Promise<void> {
+    if (this.stopping) {
+      await this.wait(Number.POSITIVE_INFINITY);
+      return;
+    }
+    if (this.needsRead) {
+      const read = await this.read();
+      if (!read.ok) {
+        await this.wait(this.retryDelay());
+        return;
+      }
+      this.needsRead = false;
+      if (await this.resolveOwn(read.stored)) return;
+      this.observe(read.stored);
+    }
+    const observed = this.observed;
+    if (!observed) return;
+    const takeoverAt = this.takeoverAt(observed);
+    const now = this.clock.now();
+    if (now < takeoverAt) {
+      const pollAt = now + this.retryDelay();
+      await this.wait(Math.min(pollAt, takeoverAt) - now);
+      if (this.stopping || this.held) return;
+      // Woken by the watch, or the poll came first: read again. At takeoverAt: go straight to the CAS.
+      if (this.clock.now() < takeoverAt || this.observed !== observed) {
+        this.needsRead = this.observed === observed;
+        return;
+      }
+    }
+    await this.acquire(observed.stored);
+  }
+
+  /** When the observed lease may be taken: now if free, else after the holder's leaseMs of no change. */
+  private takeoverAt(o: Observed): number {
+    const r = o.stored?.record;
+    if (!r || r.holder === null) return o.at;
+    // A record already stale by its own wall-clock stamp (plus the skew bound) need not be waited out.
+    if (r.renewedAt + r.leaseMs + this.maxSkewMs < this.clock.wallNow()) return o.at;
+    return o.at + r.leaseMs;
+  }
+
+  private async acquire(current: Stored | null): Promise<void> {
+    const wall = this.clock.wallNow();
+    const next: LeaseRecord = {
+      name: this.name,
+      holder: this.identity,
+      term: (current?.record.term ?? 0) + 1,
+      leaseMs: this.leaseMs,
+      acquiredAt: wall,
+      renewedAt: wall,
+      metadata: this.metadata,
+      writeId: newWriteId(),
+    };
+    const sentAt = this.clock.now();
+    const outcome = await this.write(next, current?.revision ?? null, this.callTimeoutMs);
+    if (this.stopRequested && outcome.kind !== "applied" && outcome.kind !== "ours") return;
+    if (outcome.kind === "applied") this.becomeLeader(outcome.stored, sentAt);
+    else if (outcome.kind === "ours") this.becomeLeader(outcome.stored, outcome.sentAt);
+    else if (outcome.kind === "lost") this.observe(outcome.current);
+    else {
+      this.emit("error", { error: outcome.error, during: "acquire" });
+      this.needsRead = true;
+      await this.wait(this.retryDelay());
+    }
+  }
+
+  /** A read that shows one of our unresolved writes means that write applied: we hold what it wrote. */
+  private async resolveOwn(stored: Stored | null): Promise<boolean> {
+    const id = stored?.record.writeId;
+    const sentAt = id === undefined ? undefined : this.unresolved.get(id);
+    if (!stored || sentAt === undefined || stored.record.holder !== this.identity) return false;
+    this.becomeLeader(stored, sentAt);
+    return true;
+  }
+
+  private observe(stored: Stored | null | undefined): void {
+    if (stored === undefined) {
+      this.needsRead = true;
+      return;
+    }
+    if (this.observed === undefined || this.observed.stored?.revision !== stored?.revision) {
+      this.observed = { stored, at: this.clock.now() };
+    }
+    this.noteLeader(stored);
+  }
+
+  private noteLeader(stored: Stored | null): void {
+    const holder = stored?.record.holder ?? null;
+    const term = stored?.record.term ?? 0;
+    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
+    this.lastLeader = { holder, term };
+    this.emit("leader", { holder, term });
+  }
+
+  // ---- store calls ----
+
+  private async read(): Promise<{ ok: true; stored: Stored | null } | { ok: false }> {
+    try {
+      return {
+        ok: true,
+        stored: await this.withTimeout((signal) => this.store.get(this.name, { signal }), this.callTimeoutMs),
+      };
+    } catch (error) {
+      this.emit("error", { error, during: "read" });
+      return { ok: false };
+    }
+  }
+
+  /**
+   * One conditional write, classified: applied; "ours" (a conflict whose winner is one of our own
+   * unresolved writes); lost to another writer; or failed (retry later; ambiguous ones are
+   * remembered by writeId).
+   */
+  private async write(
+    next: LeaseRecord,
+    expected: string | null,
+    timeoutMs: number,
+  ): Promise<
+    | { kind: "applied"; stored: Stored }
+    | { kind: "ours"; stored: Stored; sentAt: number }
+    | { kind: "lost"; current: Stored | null | undefined }
+    | { kind: "failed"; error: unknown }
+  > {
+    const sentAt = this.clock.now();
+    try {
+      const stored = await this.withTimeout(
+        (signal) => this.store.put(next, expected, { signal }),
+        Math.min(timeoutMs, this.callTimeoutMs),
+      );
+      return { kind: "applied", stored };
+    } catch (error) {
+      if (error instanceof LeaseConflictError) {
+        let current = error.current;
+        if (current === undefined && this.unresolved.size > 0) {
+          const read = await this.read();
+          if (read.ok) current = read.stored;
+        }
+        const mine = current ? this.unresolved.get(current.record.writeId) : undefined;
+        if (current && mine !== undefined && current.record.holder === next.holder) {
+          return { kind: "ours", stored: current, sentAt: mine };
+        }
+        return { kind: "lost", current };
+      }
+      if (isAmbiguous(error)) this.remember(next.writeId, sentAt);
+      return { kind: "failed", error };
+    }
+  }
+
+  private remember(writeId: string, sentAt: number): void {
+    this.unresolved.set(writeId, sentAt);
+    // Only the latest few can still be the record's current write; keep the map bounded.
+    for (const oldest of this.unresolved.keys()) {
+      if (this.unresolved.size <= 16) break;
+      this.unresolved.delete(oldest);
+    }
+  }
+
+  /** Races a store call against the clock; on timeout the call is aborted and counts as ambiguous. */
+  private async withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {
+    const abort = new AbortController();
+    const timer = new AbortController();
+    const pending = call(abort.signal);
+    pending.catch(() => undefined);
+    const expired = this.clock.sleep(Math.max(0, timeoutMs), timer.signal).then(() => {
+      if (timer.signal.aborted) return undefined as never;
+      abort.abort();
+      throw new LeaseStoreError(`store call for lease "${this.name}" timed out after ${Math.round(timeoutMs)} ms`, {
+        ambiguous: true,
+      });
+    });
+    try {
+      return await Promise.race([pending, expired]);
+    } finally {
+      timer.abort();
+    }
+  }
+
+  // ---- scheduling ----
+
+  private retryDelay(): number {
+    return this.retryMs * (1 + this.jitter * this.random());
+  }
+
+  /** Sleeps up to `ms`, cut short by stop() or a pushed change. */
+  private async wait(ms: number): Promise<void> {
+    if (this.stopRequested || ms <= 0) return;
+    const cut = new AbortController();
+    this.wakeLoop = () => cut.abort();
+    await this.clock.sleep(ms, cut.signal);
+    this.wakeLoop = undefined;
+    cut.abort();
+  }
+
+  private wake(): void {
+    this.wakeLoop?.();
+  }
+
+  /** With a store that pushes changes, a follower learns of a release the moment it is written. */
+  private startWatch(): void {
+    const watch = this.store.watch;
+    if (!watch) return;
+    this.watchAbort = new AbortController();
+    const signal = this.watchAbort.signal;
+    void (async () => {
+      while (!signal.aborted) {
+        try {
+          for await (const stored of watch.call(this.store, this.name, signal)) {
+            if (this.held || this.stopping) continue;
+            const before = this.observed;
+            this.observe(stored);
+            if (this.observed !== before) {
+              this.needsRead = false;
+              this.wake();
+            }
+          }
+        } catch (error) {
+          if (!signal.aborted) this.emit("error", { error, during: "read" });
+        }
+        if (!signal.aborted) await this.clock.sleep(this.retryDelay(), signal);
+      }
+    })();
+  }
+
+  private emit<K extends keyof ElectorEvents>(type: K, event: ElectorEvents[K]): void {
+    const set = this.listeners[type] as Set<Listener<ElectorEvents[K]>> | undefined;
+    for (const listener of set ?? []) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's bug must not break the election loop.
+      }
+    }
+  }
+}
+
+export interface LeaderContext {
+  term: number;
+  record: LeaseRecord;
+  /** Aborts when leadership is lost or stop begins: stop work, then return. */
+  signal: AbortSignal;
+}
+
+export interface RunAsLeaderOptions extends ElectorOptions {
+  /** Aborting it stops campaigning: `fn` is signalled, awaited up to graceMs, then the lease is released. */
+  signal?: AbortSignal;
+  /** Called with the elector before it starts (to subscribe to events). */
+  onElector?: (elector: Elector) => void;
+}
+
+/**
+ * Campaigns and calls `fn` each time this candidate is elected. When leadership is lost `fn`'s
+ * signal aborts and, once `fn` returns, the candidate campaigns again. When `fn` returns while
+ * still leader its work is done: the lease is released and its result returned. Aborting
+ * `options.signal` stops (resolving `undefined`) after `fn` has returned or graceMs has passed.
+ */
+export async function runAsLeader<T>(
+  options: RunAsLeaderOptions,
+  fn: (context: LeaderContext) => Promise<T> | T,
+): Promise<T | undefined> {
+  const elector = new Elector(options);
+  options.onElector?.(elector);
+  return new Promise<T | undefined>((resolve, reject) => {
+    let previous: Promise<unknown> = Promise.resolve();
+    let settled = false;
+    const finish = (result: () => void) => {
+      if (settled) return;
+      settled = true;
+      void elector.stop({ release: true }).then(result, reject);
+    };
+    elector.on("elected", ({ term, record, signal }) => {
+      // The previous term's fn must have returned before the next starts: no overlap with ourselves.
+      const run = previous.then(async () => {
+        if (signal.aborted) return;
+        try {
+          const value = await fn({ term, record, signal });
+          if (!signal.aborted) finish(() => resolve(value));
+        } catch (error) {
+          if (!signal.aborted) finish(() => reject(error));
+        }
+      });
+      previous = run;
+      elector.trackWork(run);
+    });
+    const outer = options.signal;
+    if (outer?.aborted) return finish(() => resolve(undefined));
+    outer?.addEventListener("abort", () => finish(() => resolve(undefined)), { once: true });
+    elector.start();
+  });
+}

@@ -1,0 +1,24 @@
+/**
+ * leasehold: leader election on compare-and-swap leases. The core entry: records, errors, the
+ * elector, the clock and the memory store. Each other backend has its own subpath export so a
+ * user loads only the SDK they use.
+ */
+
+export { type Clock, ManualClock, type ManualClockOptions, systemClock } from "./clock.js";
+export {
+  type DeposedEvent,
+  type ElectedEvent,
+  Elector,
+  type ElectorEvents,
+  type ElectorOptions,
+  type ElectorPhase,
+  type ElectorState,
+  type LeaderContext,
+  type LeaderEvent,
+  LeadershipLostError,
+  type LossReason,
+  type RunAsLeaderOptions,
+  runAsLeader,
+} from "./elector.js";
+export * from "./lease.js";
+export { MemoryStore } from "./stores/memory.js";

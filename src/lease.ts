@@ -1,0 +1,191 @@
+/**
+ * The lease record (DESIGN.md §1), the store contract (§2) and the validation every entry
+ * point shares. Runtime-neutral: no Node-only API here.
+ */
+import { z } from "zod";
+import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
+
+export {
+  type FieldIssue,
+  isAmbiguous,
+  LeaseConflictError,
+  LeaseCorruptError,
+  LeaseholdError,
+  LeaseStoreError,
+  LeaseValidationError,
+} from "./errors.js";
+
+/** The longest lease name: the pattern allows 192 characters. */
+export const MAX_NAME_LENGTH = 192;
+export const MAX_HOLDER_LENGTH = 256;
+/** Metadata is small by design (it is rewritten on every renewal): at most 1 KiB as UTF-8 JSON. */
+export const MAX_METADATA_BYTES = 1024;
+export const MIN_LEASE_MS = 10;
+export const MAX_LEASE_MS = 24 * 60 * 60 * 1000;
+
+export const NAME_PATTERN = /^[a-z0-9]([a-z0-9._/-]{0,190}[a-z0-9])?$/;
+export const PREFIX_PATTERN = /^[a-z0-9._/-]{0,192}$/;
+
+export const nameSchema = z.string({ error: "expected a string" }).regex(NAME_PATTERN, {
+  error: `expected 1-${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`,
+});
+
+export const prefixSchema = z
+  .string({ error: "expected a string" })
+  .regex(PREFIX_PATTERN, { error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -` });
+
+// Printable characters only: a holder ends up in logs, headers and tables.
+export const holderSchema = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty string" })
+  .max(MAX_HOLDER_LENGTH, { error: `expected at most ${MAX_HOLDER_LENGTH} characters` })
+  .regex(/^[^\p{Cc}\p{Cs}]+$/u, { error: "expected no control characters" });
+
+export const leaseMsSchema = z
+  .number({ error: "expected a number of milliseconds" })
+  .int({ error: "expected a whole number of milliseconds" })
+  .min(MIN_LEASE_MS, { error: `expected at least ${MIN_LEASE_MS} ms` })
+  .max(MAX_LEASE_MS, { error: `expected at most ${MAX_LEASE_MS} ms (24 h)` });
+
+const utf8 = new TextEncoder();
+
+export const metadataSchema = z
+  .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
+  .refine((m) => utf8.encode(JSON.stringify(m)).length <= MAX_METADATA_BYTES, {
+    error: `expected at most ${MAX_METADATA_BYTES} bytes as JSON`,
+  });
+
+const wallMsSchema = z
+  .number({ error: "expected wall-clock milliseconds" })
+  .int({ error: "expected whole milliseconds" })
+  .nonnegative({ error: "expected a non-negative number" });
+
+export const recordSchema = z.strictObject({
+  name: nameSchema,
+  holder: holderSchema.nullable(),
+  term: z
+    .number({ error: "expected a number" })
+    .int({ error: "expected a whole number" })
+    .nonnegative({ error: "expected a non-negative number" }),
+  leaseMs: leaseMsSchema,
+  acquiredAt: wallMsSchema,
+  renewedAt: wallMsSchema,
+  metadata: metadataSchema,
+  writeId: z.string({ error: "expected a string" }).min(1).max(64),
+});
+
+/** One lease (DESIGN.md §1). A released lease has `holder: null` and keeps its `term`. */
+export interface LeaseRecord {
+  name: string;
+  /** Identity of the leader, or `null` once released. */
+  holder: string | null;
+  /** Fencing token: +1 each time leadership passes to a holder; never reused, survives release. */
+  term: number;
+  /** How long the lease is valid after each renewal, as declared by the holder. */
+  leaseMs: number;
+  /** Wall-clock ms when the current term began (writer's clock). */
+  acquiredAt: number;
+  /** Wall-clock ms of the write that produced this revision (writer's clock). */
+  renewedAt: number;
+  metadata: Record<string, string>;
+  /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
+  writeId: string;
+}
+
+/** Opaque compare-and-swap token; only the store that issued it understands it. */
+export type Revision = string;
+
+export interface Stored {
+  record: LeaseRecord;
+  revision: Revision;
+}
+
+/** Per-call options a store should honour where its client can (abort an in-flight request). */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface ListOptions {
+  /** Only names strictly after this one (for cursors). */
+  startAfter?: string;
+  /** Stop after this many records. */
+  limit?: number;
+}
+
+/**
+ * The store contract (DESIGN.md §2). `put` applies atomically or throws:
+ * `LeaseConflictError` when `expected` is not current (`null` = create if absent),
+ * `LeaseStoreError` with `ambiguous: true` when the outcome is unknown. Never retried blindly.
+ */
+export interface LeaseStore {
+  /** Strongly consistent read; `null` when the lease never existed. */
+  get(name: string, options?: CallOptions): Promise<Stored | null>;
+  put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored>;
+  /** Records whose name starts with `prefix`, in name order. Optional capability. */
+  list?(prefix: string, options?: ListOptions): AsyncIterable<Stored>;
+  /**
+   * Optional push capability: yields the record each time it changes (first the current one),
+   * so followers learn of a release without polling. Ends when `signal` aborts.
+   */
+  watch?(name: string, signal: AbortSignal): AsyncIterable<Stored | null>;
+  /** Releases client resources (connections, file handles). */
+  close?(): Promise<void>;
+}
+
+export function zodIssues(error: z.ZodError): FieldIssue[] {
+  return error.issues.map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message,
+  }));
+}
+
+/** Parses `value` with `schema` or throws a `LeaseValidationError` naming every failing field. */
+export function validate<S extends z.ZodType>(what: string, schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new LeaseValidationError(what, zodIssues(result.error));
+  return result.data;
+}
+
+export function validateName(name: unknown): string {
+  return validate("lease name", nameSchema, name);
+}
+
+export function validatePrefix(prefix: unknown): string {
+  return validate("lease prefix", prefixSchema, prefix);
+}
+
+/** Checks a record before a store writes it: a store never persists what it could not read back. */
+export function validateRecord(record: unknown): LeaseRecord {
+  return validate("lease record", recordSchema, record);
+}
+
+/**
+ * Parses what a store read back (already-decoded JSON or a JSON string). Anything that is not a
+ * valid record for `name` is a `LeaseCorruptError`, never silently repaired.
+ */
+export function parseRecord(name: string, raw: unknown): LeaseRecord {
+  let value = raw;
+  if (typeof raw === "string") {
+    try {
+      value = JSON.parse(raw);
+    } catch (cause) {
+      throw new LeaseCorruptError(name, [{ path: "", message: "not valid JSON" }], { cause });
+    }
+  }
+  const result = recordSchema.safeParse(value);
+  if (!result.success) throw new LeaseCorruptError(name, zodIssues(result.error));
+  if (result.data.name !== name) {
+    throw new LeaseCorruptError(name, [{ path: "name", message: `record names "${result.data.name}"` }]);
+  }
+  return result.data;
+}
+
+/** A fresh id for one write. `crypto.randomUUID` exists in Node 20, workerd and browsers. */
+export function newWriteId(): string {
+  return crypto.randomUUID();
+}
+
+/** The last name in list order that starts with `prefix` is below `prefix + "~"`: '~' sorts after a-z0-9._/-. */
+export function prefixUpperBound(prefix: string): string {
+  return `${prefix}~`;
+}

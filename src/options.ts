@@ -1,0 +1,92 @@
+/**
+ * Elector option validation: each field on its own, then the relations between them, with
+ * messages that say which field and what was expected. Defaults follow client-go's proportions
+ * (15 s lease, renew well before it ends, retry every 2 s).
+ */
+import { z } from "zod";
+import { type FieldIssue, LeaseValidationError } from "./errors.js";
+import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, zodIssues } from "./lease.js";
+
+const ms = (what: string) =>
+  z
+    .number({ error: `expected ${what} in milliseconds` })
+    .finite({ error: "expected a finite number" })
+    .nonnegative({ error: "expected a non-negative number" });
+
+const fieldsSchema = z.object({
+  store: z.custom<object>(
+    (s) =>
+      typeof s === "object" &&
+      s !== null &&
+      typeof (s as { get?: unknown }).get === "function" &&
+      typeof (s as { put?: unknown }).put === "function",
+    { error: "expected a LeaseStore (an object with get and put)" },
+  ),
+  name: nameSchema,
+  identity: holderSchema.optional(),
+  leaseMs: leaseMsSchema.default(15_000),
+  renewMs: ms("the renewal interval").positive({ error: "expected more than 0 ms" }).optional(),
+  retryMs: ms("the retry interval").positive({ error: "expected more than 0 ms" }).optional(),
+  safetyMs: ms("the safety margin").optional(),
+  jitter: z
+    .number({ error: "expected a number" })
+    .min(0, { error: "expected 0 to 1" })
+    .max(1, { error: "expected 0 to 1" })
+    .default(0.2),
+  maxSkewMs: ms("the clock skew bound").default(1000),
+  callTimeoutMs: ms("the store call timeout").positive({ error: "expected more than 0 ms" }).optional(),
+  graceMs: ms("the stop grace period").optional(),
+  metadata: metadataSchema.default({}),
+  clock: z.unknown().optional(),
+  random: z.unknown().optional(),
+});
+
+export interface ResolvedElectorOptions {
+  name: string;
+  identity: string | undefined;
+  leaseMs: number;
+  renewMs: number;
+  retryMs: number;
+  safetyMs: number;
+  jitter: number;
+  maxSkewMs: number;
+  callTimeoutMs: number;
+  graceMs: number;
+  metadata: Record<string, string>;
+}
+
+export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
+  const parsed = fieldsSchema.safeParse(options);
+  if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
+  const o = parsed.data;
+  const safetyMs = o.safetyMs ?? Math.max(1, Math.floor(o.leaseMs / 10));
+  const renewMs = o.renewMs ?? Math.floor(o.leaseMs / 3);
+  const retryMs = o.retryMs ?? Math.max(1, Math.floor(o.leaseMs / 7.5));
+  const issues: FieldIssue[] = [];
+  if (safetyMs >= o.leaseMs) {
+    issues.push({ path: "safetyMs", message: `expected less than leaseMs (${o.leaseMs}), got ${safetyMs}` });
+  }
+  if (renewMs >= o.leaseMs - safetyMs) {
+    issues.push({
+      path: "renewMs",
+      message: `expected less than leaseMs - safetyMs (${o.leaseMs} - ${safetyMs} = ${o.leaseMs - safetyMs}), got ${renewMs}: the leader must renew before its safe window closes`,
+    });
+  }
+  if (retryMs > o.leaseMs) {
+    issues.push({ path: "retryMs", message: `expected at most leaseMs (${o.leaseMs}), got ${retryMs}` });
+  }
+  if (issues.length > 0) throw new LeaseValidationError("elector options", issues);
+  return {
+    name: o.name,
+    identity: o.identity,
+    leaseMs: o.leaseMs,
+    renewMs,
+    retryMs,
+    safetyMs,
+    jitter: o.jitter,
+    maxSkewMs: o.maxSkewMs,
+    callTimeoutMs: o.callTimeoutMs ?? renewMs,
+    graceMs: o.graceMs ?? o.leaseMs,
+    metadata: o.metadata,
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * SQLite store: the embedded durable default. One row per lease, `rev` is the CAS token, and
+ * every write is a single statement (`INSERT ... ON CONFLICT DO NOTHING` to create,
+ * `UPDATE ... WHERE name = ? AND rev = ?` to replace), so several processes on one host can
+ * share the file: WAL mode lets readers run beside the writer, busy_timeout queues writers.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type BetterSqlite3 from "better-sqlite3";
+import {
+  type CallOptions,
+  LeaseConflictError,
+  type LeaseRecord,
+  type LeaseStore,
+  LeaseStoreError,
+  type ListOptions,
+  parseRecord,
+  prefixUpperBound,
+  type Revision,
+  type Stored,
+  validateName,
+  validatePrefix,
+  validateRecord,
+} from "../lease.js";
+import { importPeer } from "../peer.js";
+import { parseRevision } from "./revision.js";
+
+const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
+
+export interface SqliteStoreOptions {
+  /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
+  path: string;
+  /** How long a writer waits for another process's lock before failing (ms). */
+  busyTimeoutMs?: number;
+  /** Table name (letters, digits, underscore). */
+  table?: string;
+}
+
+interface Row {
+  name: string;
+  rev: number;
+  record: string;
+}
+
+const PAGE = 200;
+
+export class SqliteStore implements LeaseStore {
+  readonly path: string;
+  private readonly db: BetterSqlite3.Database;
+  private readonly select: BetterSqlite3.Statement<[string], Row>;
+  private readonly insert: BetterSqlite3.Statement<[string, string]>;
+  private readonly update: BetterSqlite3.Statement<[string, string, number]>;
+  private readonly page: BetterSqlite3.Statement<[string, string, string, number], Row>;
+
+  constructor(options: SqliteStoreOptions) {
+    const table = options.table ?? "leases";
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) {
+      throw new LeaseStoreError(`invalid SQLite table name ${JSON.stringify(table)}: expected letters, digits, _`, {
+        ambiguous: false,
+      });
+    }
+    this.path = options.path;
+    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    this.db.pragma("journal_mode = WAL");
+    // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commit.
+    this.db.pragma("synchronous = NORMAL");
+    this.db.exec(
+      `CREATE TABLE IF NOT EXISTS ${table} (name TEXT PRIMARY KEY NOT NULL, rev INTEGER NOT NULL, record TEXT NOT NULL) WITHOUT ROWID`,
+    );
+    this.select = this.db.prepare(`SELECT name, rev, record FROM ${table} WHERE name = ?`);
+    this.insert = this.db.prepare(
+      `INSERT INTO ${table} (name, rev, record) VALUES (?, 1, ?) ON CONFLICT(name) DO NOTHING`,
+    );
+    this.update = this.db.prepare(`UPDATE ${table} SET rev = rev + 1, record = ? WHERE name = ? AND rev = ?`);
+    this.page = this.db.prepare(
+      `SELECT name, rev, record FROM ${table} WHERE name >= ? AND name < ? AND name > ? ORDER BY name LIMIT ?`,
+    );
+  }
+
+  async get(name: string, _options?: CallOptions): Promise<Stored | null> {
+    validateName(name);
+    return this.read(name);
+  }
+
+  async put(next: LeaseRecord, expected: Revision | null, _options?: CallOptions): Promise<Stored> {
+    const record = validateRecord(next);
+    const json = JSON.stringify(record);
+    const changes = this.run(() =>
+      expected === null
+        ? this.insert.run(record.name, json).changes
+        : this.update.run(json, record.name, parseRevision(expected)).changes,
+    );
+    if (changes === 1) {
+      // Committed: the new rev is known without a read (a later writer may already have moved on).
+      const rev = expected === null ? 1 : parseRevision(expected) + 1;
+      return { record, revision: String(rev) };
+    }
+    throw new LeaseConflictError(record.name, this.read(record.name));
+  }
+
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+    validatePrefix(prefix);
+    let after = options.startAfter ?? "";
+    let left = options.limit ?? Number.POSITIVE_INFINITY;
+    while (left > 0) {
+      const rows = this.run(() => this.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)));
+      for (const row of rows) yield toStored(row);
+      if (rows.length < Math.min(PAGE, left)) return;
+      left -= rows.length;
+      after = rows[rows.length - 1]?.name ?? after;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private read(name: string): Stored | null {
+    const row = this.run(() => this.select.get(name));
+    return row ? toStored(row) : null;
+  }
+
+  /**
+   * A statement that fails before commit (busy, constraint, bad SQL) changed nothing; only an I/O
+   * error can leave a commit's outcome unknown.
+   */
+  private run<T>(statement: () => T): T {
+    try {
+      return statement();
+    } catch (cause) {
+      const code = String((cause as { code?: unknown }).code ?? "");
+      throw new LeaseStoreError(`SQLite ${this.path}: ${(cause as Error).message}`, {
+        ambiguous: code.startsWith("SQLITE_IOERR"),
+        cause,
+      });
+    }
+  }
+}
+
+function toStored(row: Row): Stored {
+  return { record: parseRecord(row.name, row.record), revision: String(row.rev) };
+}

@@ -1,0 +1,359 @@
+/**
+ * The elector's behaviour on the manual clock, run against every backend: time only moves when
+ * the test says so, and real I/O settles between steps (TrackedStore.settle).
+ */
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/clock.js";
+import { Elector, type ElectorOptions, type LossReason, runAsLeader } from "../../src/elector.js";
+import type { LeaseStore } from "../../src/lease.js";
+import { FaultyStore } from "../support/faults.js";
+import { TrackedStore } from "../support/tracked-store.js";
+import { makeRecord, type StoreUnderTest, uniqueName } from "./store-contract.js";
+
+const LEASE = 1000;
+const RENEW = 300;
+const RETRY = 100;
+const SAFETY = 100;
+
+interface Candidate {
+  id: string;
+  elector: Elector;
+  faults: FaultyStore;
+  elected: Array<{ at: number; term: number }>;
+  deposed: Array<{ at: number; term: number; reason: LossReason }>;
+  errors: unknown[];
+}
+
+class Harness {
+  readonly clock: ManualClock;
+  readonly tracked: TrackedStore;
+  readonly name = uniqueName("elect");
+  readonly candidates: Candidate[] = [];
+
+  constructor(store: LeaseStore) {
+    this.tracked = new TrackedStore(store);
+    this.clock = new ManualClock({ idle: () => this.tracked.settle() });
+  }
+
+  candidate(id: string, options: Partial<ElectorOptions> = {}): Candidate {
+    const faults = new FaultyStore(this.tracked, this.clock);
+    const elector = new Elector({
+      store: faults,
+      name: this.name,
+      identity: id,
+      leaseMs: LEASE,
+      renewMs: RENEW,
+      retryMs: RETRY,
+      safetyMs: SAFETY,
+      jitter: 0,
+      clock: this.clock,
+      ...options,
+    });
+    const c: Candidate = { id, elector, faults, elected: [], deposed: [], errors: [] };
+    elector.on("elected", (e) => c.elected.push({ at: this.clock.now(), term: e.term }));
+    elector.on("deposed", (e) => c.deposed.push({ at: this.clock.now(), term: e.term, reason: e.reason }));
+    elector.on("error", (e) => c.errors.push(e.error));
+    this.candidates.push(c);
+    return c;
+  }
+
+  leaders(): string[] {
+    return this.candidates.filter((c) => c.elector.current.isLeader).map((c) => c.id);
+  }
+
+  async stored() {
+    return this.tracked.inner.get(this.name);
+  }
+
+  async stopAll(): Promise<void> {
+    for (const c of this.candidates) {
+      c.faults.hang = false;
+      // Calls still hanging would otherwise wait for a manual clock that no longer moves.
+      for (const abort of c.faults.hung.splice(0)) abort();
+    }
+    await Promise.all(this.candidates.map((c) => c.elector.stop({ release: false })));
+  }
+}
+
+export function describeElectorContract(backend: string, create: () => Promise<StoreUnderTest>): void {
+  const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
+    const { store, dispose } = await create();
+    const h = new Harness(store);
+    try {
+      await fn(h);
+    } finally {
+      await h.stopAll();
+      await dispose?.();
+    }
+  };
+
+  describe(`elector contract: ${backend}`, () => {
+    it(
+      "a single candidate is elected at term 1; each renewal is one write and no read",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        expect(a.elected).toEqual([{ at: 0, term: 1 }]);
+        expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1, leaseMs: LEASE });
+        h.tracked.resetCounts();
+        await h.clock.advance(RENEW * 10);
+        expect(h.tracked.counts).toEqual({ get: 0, put: 10, list: 0 });
+        expect(a.deposed).toEqual([]);
+        expect(a.elector.current).toMatchObject({ isLeader: true, term: 1, leaderUntil: RENEW * 10 + LEASE - SAFETY });
+      }),
+    );
+
+    it(
+      "three contending candidates: exactly one leads, the others follow without churn",
+      withHarness(async (h) => {
+        const cs = ["a", "b", "c"].map((id) => h.candidate(id));
+        for (const c of cs) c.elector.start();
+        await h.clock.advance(0);
+        expect(h.leaders()).toHaveLength(1);
+        const leader = h.leaders()[0];
+        await h.clock.advance(LEASE * 5);
+        expect(h.leaders()).toEqual([leader]);
+        for (const c of cs) {
+          expect(c.deposed).toEqual([]);
+          expect(c.elector.current).toMatchObject({ holder: leader, term: 1 });
+        }
+        expect(cs.flatMap((c) => c.elected)).toEqual([{ at: 0, term: 1 }]);
+      }),
+    );
+
+    it(
+      "a crashed leader (no release) is replaced once its lease has passed unchanged, at term 2",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const b = h.candidate("b");
+        b.elector.start();
+        await h.clock.advance(1000);
+        const lastSent = a.elector.current.lastRenewalSentAt!;
+        await a.elector.stop({ release: false }); // the process is gone: no further writes
+        expect(b.elected).toEqual([]);
+        await h.clock.advance(LEASE + RETRY * 2);
+        expect(b.elected).toHaveLength(1);
+        const took = b.elected[0]!;
+        expect(took.term).toBe(2);
+        // Never before the lease could have run out, and within one poll of it.
+        expect(took.at).toBeGreaterThanOrEqual(lastSent + LEASE);
+        expect(took.at).toBeLessThanOrEqual(lastSent + LEASE + RETRY);
+      }),
+    );
+
+    it(
+      "a graceful release is taken over within one retry, and release keeps the term",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const b = h.candidate("b");
+        b.elector.start();
+        await h.clock.advance(450);
+        const stopAt = h.clock.now();
+        await a.elector.stop();
+        expect((await h.stored())?.record).toMatchObject({ holder: null, term: 1 });
+        expect(a.deposed).toEqual([{ at: stopAt, term: 1, reason: "released" }]);
+        await h.clock.advance(RETRY);
+        expect(b.elected).toEqual([{ at: expect.any(Number), term: 2 }]);
+        expect(b.elected[0]!.at - stopAt).toBeLessThanOrEqual(RETRY);
+      }),
+    );
+
+    it(
+      "a leader whose store hangs steps down at sentAt + leaseMs - safetyMs, before anyone else can lead",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const b = h.candidate("b");
+        b.elector.start();
+        let aborted: number | undefined;
+        const signal = a.elector.signal!;
+        signal.addEventListener("abort", () => {
+          aborted = h.clock.now();
+        });
+        await h.clock.advance(650);
+        const lastSent = a.elector.current.lastRenewalSentAt!;
+        a.faults.hang = true;
+        await h.clock.advance(LEASE * 3);
+        expect(a.deposed[0]).toEqual({ at: lastSent + LEASE - SAFETY, term: 1, reason: "expired" });
+        expect(aborted).toBe(lastSent + LEASE - SAFETY);
+        expect(b.elected).toHaveLength(1);
+        expect(b.elected[0]!.at).toBeGreaterThanOrEqual(lastSent + LEASE);
+        expect(b.elected[0]!.term).toBe(2);
+      }),
+    );
+
+    it(
+      "an ambiguous renewal that did apply keeps the lease (resolved by writeId)",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        a.faults.failNextPut("fail-after");
+        await h.clock.advance(RENEW * 5);
+        expect(a.deposed).toEqual([]);
+        expect(a.errors).toHaveLength(1);
+        expect(a.elector.current).toMatchObject({ isLeader: true, term: 1 });
+        expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1 });
+      }),
+    );
+
+    it(
+      "an ambiguous acquisition that did apply makes the candidate leader without waiting out its own lease",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.faults.failNextPut("fail-after");
+        a.elector.start();
+        await h.clock.advance(RETRY * 2);
+        expect(a.elected).toEqual([{ at: expect.any(Number), term: 1 }]);
+        expect(a.elected[0]!.at).toBeLessThanOrEqual(RETRY * 1.01);
+        expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1 });
+      }),
+    );
+
+    it(
+      "an ambiguous renewal that did not apply is retried and keeps the lease",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const before = (await h.stored())!.revision;
+        a.faults.failNextPut("ambiguous-before", "fail-before");
+        await h.clock.advance(RENEW + RETRY * 2);
+        expect(a.errors).toHaveLength(2);
+        expect(a.deposed).toEqual([]);
+        expect(a.elector.current.isLeader).toBe(true);
+        expect((await h.stored())!.revision).not.toBe(before);
+        expect(a.elector.current.lastRenewalSentAt).toBe(RENEW + RETRY * 2);
+      }),
+    );
+
+    it(
+      "a conflicting write by another holder deposes the leader at its next renewal",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const current = (await h.stored())!;
+        await h.tracked.inner.put(
+          makeRecord(h.name, { holder: "mallory", term: 2, leaseMs: LEASE, renewedAt: h.clock.wallNow() }),
+          current.revision,
+        );
+        await h.clock.advance(RENEW);
+        expect(a.deposed).toEqual([{ at: RENEW, term: 1, reason: "conflict" }]);
+        expect(a.elector.current).toMatchObject({ isLeader: false, holder: "mallory", term: 2 });
+      }),
+    );
+
+    it(
+      "terms increase by one each time leadership passes, across releases",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        const b = h.candidate("b");
+        b.elector.start();
+        await h.clock.advance(RETRY);
+        await a.elector.stop();
+        await h.clock.advance(RETRY);
+        const a2 = h.candidate("a");
+        a2.elector.start();
+        await h.clock.advance(RETRY);
+        await b.elector.stop();
+        await h.clock.advance(RETRY);
+        expect([a.elected, b.elected, a2.elected].map((e) => e.map((x) => x.term))).toEqual([[1], [2], [3]]);
+        expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 3 });
+      }),
+    );
+
+    it(
+      "a fresh candidate takes a lease already expired by its own stamps at once, else waits the lease out",
+      withHarness(async (h) => {
+        const wall = h.clock.wallNow();
+        await h.tracked.inner.put(
+          makeRecord(h.name, { holder: "ghost", term: 7, renewedAt: wall - LEASE - 5000, leaseMs: LEASE }),
+          null,
+        );
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        expect(a.elected).toEqual([{ at: 0, term: 8 }]);
+        await a.elector.stop({ release: false });
+        // A record stamped just now is not trusted to be stale: the full lease is waited out.
+        const b = h.candidate("b");
+        b.elector.start();
+        await h.clock.advance(LEASE - 1);
+        expect(b.elected).toEqual([]);
+        await h.clock.advance(RETRY);
+        expect(b.elected.map((e) => e.term)).toEqual([9]);
+      }),
+    );
+
+    it(
+      "stop() releases only after an in-flight renewal has finished, on top of it",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(0);
+        a.faults.delayMs = 50;
+        await h.clock.advance(RENEW + 10); // a renewal is now in flight for 40 more ms
+        const stopped = a.elector.stop();
+        await h.clock.advance(200);
+        await stopped;
+        expect(a.errors).toEqual([]);
+        expect((await h.stored())?.record).toMatchObject({ holder: null, term: 1 });
+      }),
+    );
+
+    it(
+      "runAsLeader: the next leader starts only after the old one's work returned and it released",
+      withHarness(async (h) => {
+        const log: string[] = [];
+        const controllers = { a: new AbortController(), b: new AbortController() };
+        const work = (id: "a" | "b") =>
+          runAsLeader(
+            {
+              store: new FaultyStore(h.tracked, h.clock),
+              name: h.name,
+              identity: id,
+              leaseMs: LEASE,
+              renewMs: RENEW,
+              retryMs: RETRY,
+              safetyMs: SAFETY,
+              jitter: 0,
+              clock: h.clock,
+              signal: controllers[id].signal,
+            },
+            async ({ term, signal }) => {
+              log.push(`${id} start ${term} @${h.clock.now()}`);
+              await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
+              await h.clock.sleep(250); // shutting down takes a while
+              log.push(`${id} end ${term} @${h.clock.now()}`);
+            },
+          );
+        const a = work("a");
+        await h.clock.advance(0);
+        const b = work("b");
+        await h.clock.advance(500);
+        controllers.a.abort();
+        await h.clock.advance(250 + RETRY);
+        await expect(a).resolves.toBeUndefined();
+        expect(log.slice(0, 2)).toEqual(["a start 1 @0", "a end 1 @750"]);
+        // b starts only once a's work has returned and a has released: at once with a pushing
+        // store, within one poll otherwise.
+        const bStart = /^b start 2 @(\d+)$/.exec(log[2] ?? "");
+        expect(bStart).not.toBeNull();
+        expect(Number(bStart![1])).toBeGreaterThanOrEqual(750);
+        expect(Number(bStart![1])).toBeLessThanOrEqual(750 + RETRY);
+        controllers.b.abort();
+        await h.clock.advance(300);
+        await b;
+      }),
+    );
+  });
+}

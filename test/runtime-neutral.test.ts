@@ -1,0 +1,42 @@
+/**
+ * DESIGN.md §4: the core runs in Node, workerd and Lambda alike, so only the named Node-bound
+ * modules may touch Node APIs.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+const nodeBound = [
+  /^src\/runtime\/node\.ts$/,
+  /^src\/stores\/sqlite\.ts$/,
+  /^src\/stores\/gcs\.ts$/,
+  /^src\/cli\//,
+  /^src\/runtime\/lambda\.ts$/,
+];
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith(".ts") ? [join(dir, d.name)] : [],
+  );
+}
+
+it("no Node-only API outside the Node-bound modules", () => {
+  const offenders: string[] = [];
+  for (const file of files(join(root, "src"))) {
+    const path = relative(root, file).split("\\").join("/");
+    if (nodeBound.some((p) => p.test(path))) continue;
+    const text = readFileSync(file, "utf8");
+    for (const pattern of [
+      /from "node:/,
+      /import\("node:/,
+      /\bprocess\./,
+      /\bBuffer\./,
+      /\brequire\(/,
+      /\bsetImmediate\(/,
+    ]) {
+      if (pattern.test(text)) offenders.push(`${path}: ${pattern}`);
+    }
+  }
+  expect(offenders).toEqual([]);
+});

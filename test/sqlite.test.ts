@@ -1,0 +1,18 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll } from "vitest";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { describeElectorContract } from "./conformance/elector-contract.js";
+import { describeStoreContract } from "./conformance/store-contract.js";
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-sqlite-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// One file shared by every test, as several processes on a host would share it.
+const create = async () => {
+  const store = new SqliteStore({ path: join(dir, "leases.db") });
+  return { store, dispose: () => store.close() };
+};
+describeStoreContract("sqlite", { create, conflictCarriesCurrent: true });
+describeElectorContract("sqlite", create);
