@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Real servers (dynalite, fake-gcs-server, ...) start once for the whole run: test/servers/.
+    globalSetup: ["test/servers/global-setup.ts"],
   },
 });
