@@ -133,10 +133,14 @@ export interface LeaseStore {
 }
 
 export function zodIssues(error: z.ZodError): FieldIssue[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.map(String).join("."),
-    message: issue.message,
-  }));
+  return error.issues.flatMap((issue) => {
+    const path = issue.path.map(String);
+    // One issue per unknown field, named by its own path, so a client sees which field to drop.
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({ path: [...path, key].join("."), message: "unknown field" }));
+    }
+    return [{ path: path.join("."), message: issue.message }];
+  });
 }
 
 /** Parses `value` with `schema` or throws a `LeaseValidationError` naming every failing field. */

@@ -1,0 +1,44 @@
+/** RFC 9457 problem details: one constructor per kind, so status, type and title never drift apart. */
+import type { FieldIssue } from "../errors.js";
+import type { LeaseView, ProblemView } from "./schemas.js";
+
+export const PROBLEM_TYPE = "application/problem+json";
+
+const kinds = {
+  validation: [400, "Invalid request"],
+  unauthorized: [401, "Missing or unknown bearer token"],
+  forbidden: [403, "Token not allowed here"],
+  "not-found": [404, "Not found"],
+  "method-not-allowed": [405, "Method not allowed"],
+  conflict: [409, "Lease held by someone else"],
+  "precondition-failed": [412, "Revision is not current"],
+  "payload-too-large": [413, "Request body too large"],
+  "unsupported-media-type": [415, "Expected application/json"],
+  "precondition-required": [428, "If-Match or If-None-Match required"],
+  corrupt: [500, "Stored record is unreadable"],
+  "store-unavailable": [503, "Store unavailable or outcome unknown"],
+  internal: [500, "Internal error"],
+} as const;
+
+export type ProblemKind = keyof typeof kinds;
+
+export class ProblemError extends Error {
+  readonly status: number;
+  constructor(
+    readonly kind: ProblemKind,
+    readonly detail: string,
+    readonly extra: { errors?: FieldIssue[]; lease?: LeaseView; leader?: boolean; retryAfter?: number } = {},
+  ) {
+    super(detail);
+    this.status = kinds[kind][0];
+  }
+
+  toBody(): ProblemView {
+    const [status, title] = kinds[this.kind];
+    const body: ProblemView = { type: `urn:leasehold:problem:${this.kind}`, title, status, detail: this.detail };
+    if (this.extra.errors) body.errors = this.extra.errors;
+    if (this.extra.lease) body.lease = this.extra.lease;
+    if (this.extra.leader !== undefined) body.leader = this.extra.leader;
+    return body;
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * Typed client of the leasehold HTTP API, runtime-neutral (fetch only). Responses are checked
+ * against the same zod schemas the server uses.
+ *
+ * Retries only where they are safe: reads, and acquire / renew / release, which the server makes
+ * idempotent for the same holder (a repeated acquire by the holder renews, a repeated release of
+ * the same term is a no-op). The raw compare-and-swap `put` is never retried: a retry of a write
+ * that applied would come back as a conflict and hide the success.
+ */
+import type { z } from "zod";
+import {
+  Lease,
+  LeaseList,
+  type LeaseListView,
+  LeaseResult,
+  type LeaseResultView,
+  type LeaseView,
+  Problem,
+  type ProblemView,
+  type RecordWrite,
+} from "./api/schemas.js";
+import { LeaseholdError } from "./errors.js";
+
+export interface ClientOptions {
+  /** e.g. http://127.0.0.1:8787 */
+  baseUrl: string;
+  /** Bearer token; omit for a server started with insecure no-auth. */
+  token?: string;
+  fetch?: typeof fetch;
+  /** Per-request timeout. Default 10000 ms. */
+  timeoutMs?: number;
+  /** Retries of safe requests on network errors and 503. Default 2. */
+  retries?: number;
+}
+
+/** The server answered with a problem (RFC 9457), or the request never got an answer (`status` 0). */
+export class LeaseholdApiError extends LeaseholdError {
+  override name = "LeaseholdApiError";
+  constructor(
+    readonly status: number,
+    readonly problem: ProblemView | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface WatchEvent {
+  lease: LeaseView | null;
+  /** Released, never created, or expired by the server's rule: a candidate may acquire it now. */
+  free: boolean;
+}
+
+interface Call {
+  method: "GET" | "POST" | "PUT";
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  retry: boolean;
+  signal?: AbortSignal | undefined;
+}
+
+export class LeaseholdClient {
+  private readonly base: string;
+  private readonly fetch: typeof fetch;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+
+  constructor(private readonly options: ClientOptions) {
+    let url: URL;
+    try {
+      url = new URL(options.baseUrl);
+    } catch {
+      throw new LeaseholdApiError(
+        0,
+        undefined,
+        `invalid baseUrl ${JSON.stringify(options.baseUrl)}: expected http(s)://host[:port]/`,
+      );
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new LeaseholdApiError(
+        0,
+        undefined,
+        `invalid baseUrl ${JSON.stringify(options.baseUrl)}: expected http or https`,
+      );
+    }
+    this.base = url.href.replace(/\/+$/, "");
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.retries = options.retries ?? 2;
+  }
+
+  static leasePath(name: string): string {
+    return `/v1/leases/${encodeURIComponent(name)}`;
+  }
+
+  async acquire(
+    name: string,
+    body: { holder: string; leaseMs: number; metadata?: Record<string, string> },
+    signal?: AbortSignal,
+  ): Promise<LeaseResultView> {
+    return this.leaseResult({
+      method: "POST",
+      path: `${LeaseholdClient.leasePath(name)}/acquire`,
+      body,
+      retry: true,
+      signal,
+    });
+  }
+
+  async renew(name: string, body: { holder: string; term: number }, signal?: AbortSignal): Promise<LeaseResultView> {
+    return this.leaseResult({
+      method: "POST",
+      path: `${LeaseholdClient.leasePath(name)}/renew`,
+      body,
+      retry: true,
+      signal,
+    });
+  }
+
+  async release(name: string, body: { holder: string; term: number }, signal?: AbortSignal): Promise<LeaseResultView> {
+    return this.leaseResult({
+      method: "POST",
+      path: `${LeaseholdClient.leasePath(name)}/release`,
+      body,
+      retry: true,
+      signal,
+    });
+  }
+
+  /** `null` when the lease never existed. */
+  async get(name: string, signal?: AbortSignal): Promise<LeaseView | null> {
+    const res = await this.send({ method: "GET", path: LeaseholdClient.leasePath(name), retry: true, signal });
+    if (res.status === 404) return null;
+    return this.parse(res, Lease);
+  }
+
+  async list(
+    query: { prefix?: string; limit?: number; cursor?: string } = {},
+    signal?: AbortSignal,
+  ): Promise<LeaseListView> {
+    const params = new URLSearchParams();
+    if (query.prefix !== undefined) params.set("prefix", query.prefix);
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    if (query.cursor !== undefined) params.set("cursor", query.cursor);
+    const res = await this.send({ method: "GET", path: `/v1/leases?${params}`, retry: true, signal });
+    return this.parse(res, LeaseList);
+  }
+
+  /** Raw compare-and-swap; `expected` null = create. Never retried. */
+  async put(
+    name: string,
+    body: RecordWrite & { acquiredAt: number },
+    expected: string | null,
+    signal?: AbortSignal,
+  ): Promise<LeaseView> {
+    const headers: Record<string, string> =
+      expected === null ? { "If-None-Match": "*" } : { "If-Match": `"${expected}"` };
+    const res = await this.send({
+      method: "PUT",
+      path: LeaseholdClient.leasePath(name),
+      body,
+      headers,
+      retry: false,
+      signal,
+    });
+    return this.parse(res, Lease);
+  }
+
+  /** Server-Sent Events of one lease: the current state first, then each change. */
+  async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEvent> {
+    const res = await this.fetch(`${this.base}${LeaseholdClient.leasePath(name)}/watch`, {
+      headers: { ...this.authHeader(), Accept: "text/event-stream" },
+      signal,
+    });
+    if (!res.ok || !res.body) throw await this.failure(res);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value;
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block
+            .split("\n")
+            .filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(5).trimStart())
+            .join("\n");
+          if (!data) continue; // keep-alive comment
+          const event = JSON.parse(data) as { lease: unknown; free: boolean };
+          yield { lease: event.lease === null ? null : Lease.parse(event.lease), free: event.free === true };
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+
+  private async leaseResult(call: Call): Promise<LeaseResultView> {
+    const res = await this.send(call);
+    if (res.status === 409) {
+      const problem = Problem.parse(await res.json());
+      if (problem.lease) return { leader: false, lease: problem.lease };
+      throw new LeaseholdApiError(409, problem, problem.detail);
+    }
+    return this.parse(res, LeaseResult);
+  }
+
+  private async parse<T extends z.ZodType>(res: Response, schema: T): Promise<z.output<T>> {
+    if (!res.ok) throw await this.failure(res);
+    return schema.parse(await res.json());
+  }
+
+  private async failure(res: Response): Promise<LeaseholdApiError> {
+    let problem: ProblemView | undefined;
+    try {
+      problem = Problem.parse(await res.json());
+    } catch {
+      problem = undefined;
+    }
+    const fields = problem?.errors?.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    return new LeaseholdApiError(
+      res.status,
+      problem,
+      `leasehold API ${res.status}: ${problem?.detail ?? res.statusText}${fields ? ` (${fields})` : ""}`,
+    );
+  }
+
+  private authHeader(): Record<string, string> {
+    return this.options.token ? { Authorization: `Bearer ${this.options.token}` } : {};
+  }
+
+  private async send(call: Call): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      const timeout = AbortSignal.timeout(this.timeoutMs);
+      const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+      try {
+        const res = await this.fetch(`${this.base}${call.path}`, {
+          method: call.method,
+          headers: {
+            ...this.authHeader(),
+            ...(call.body === undefined ? {} : { "Content-Type": "application/json" }),
+            ...call.headers,
+          },
+          ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+          signal,
+        });
+        if (res.status === 503 && call.retry && attempt < this.retries) {
+          await res.body?.cancel();
+          await backoff(attempt, res.headers.get("retry-after"), call.signal);
+          continue;
+        }
+        return res;
+      } catch (cause) {
+        if (call.signal?.aborted) throw cause;
+        if (call.retry && attempt < this.retries) {
+          await backoff(attempt, null, call.signal);
+          continue;
+        }
+        throw new LeaseholdApiError(0, undefined, `leasehold API unreachable: ${(cause as Error).message}`, { cause });
+      }
+    }
+  }
+}
+
+function backoff(attempt: number, retryAfter: string | null, signal?: AbortSignal): Promise<void> {
+  const hinted = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : 0;
+  const ms = Math.min(Math.max(hinted, 100 * 2 ** attempt * (1 + Math.random() * 0.2)), 5000);
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

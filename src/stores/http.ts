@@ -1,0 +1,101 @@
+/**
+ * A LeaseStore over the leasehold HTTP API, so the same Elector runs against a remote API
+ * exactly as against a local store. `put` is the API's raw compare-and-swap (If-Match on the
+ * revision); the server stamps `renewedAt` with its own clock. `watch` follows the API's
+ * Server-Sent Events, so followers hear of a release without polling.
+ * Runtime-neutral (fetch only).
+ */
+import type { LeaseView } from "../api/schemas.js";
+import { type ClientOptions, LeaseholdApiError, LeaseholdClient } from "../client.js";
+import {
+  type CallOptions,
+  LeaseConflictError,
+  type LeaseRecord,
+  type LeaseStore,
+  LeaseStoreError,
+  LeaseValidationError,
+  type ListOptions,
+  type Revision,
+  type Stored,
+  validateName,
+  validatePrefix,
+  validateRecord,
+} from "../lease.js";
+
+export type HttpStoreOptions = ClientOptions;
+
+export function fromView(view: LeaseView): Stored {
+  const { expiresAt: _expiresAt, revision, ...record } = view;
+  return { record, revision };
+}
+
+export class HttpStore implements LeaseStore {
+  readonly client: LeaseholdClient;
+
+  constructor(options: HttpStoreOptions) {
+    // A store call is one attempt: the elector decides about retries and ambiguity.
+    this.client = new LeaseholdClient({ retries: 0, ...options });
+  }
+
+  async get(name: string, options?: CallOptions): Promise<Stored | null> {
+    validateName(name);
+    try {
+      const view = await this.client.get(name, options?.signal);
+      return view ? fromView(view) : null;
+    } catch (error) {
+      throw this.mapError(error, `get "${name}"`, false);
+    }
+  }
+
+  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    const { name, renewedAt: _renewedAt, ...body } = validateRecord(next);
+    try {
+      return fromView(await this.client.put(name, body, expected, options?.signal));
+    } catch (error) {
+      if (error instanceof LeaseholdApiError && error.status === 412) {
+        throw new LeaseConflictError(name, error.problem?.lease ? fromView(error.problem.lease) : undefined, {
+          cause: error,
+        });
+      }
+      throw this.mapError(error, `put "${name}"`, true);
+    }
+  }
+
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+    validatePrefix(prefix);
+    let cursor = options.startAfter;
+    let left = options.limit ?? Number.POSITIVE_INFINITY;
+    while (left > 0) {
+      let page: Awaited<ReturnType<LeaseholdClient["list"]>>;
+      try {
+        page = await this.client.list({
+          prefix,
+          limit: Math.min(left, 1000),
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+      } catch (error) {
+        throw this.mapError(error, `list "${prefix}"`, false);
+      }
+      for (const view of page.leases) yield fromView(view);
+      left -= page.leases.length;
+      if (page.next === null) return;
+      cursor = page.next;
+    }
+  }
+
+  async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
+  }
+
+  /** 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied. */
+  private mapError(error: unknown, what: string, write: boolean): Error {
+    if (!(error instanceof LeaseholdApiError)) {
+      return new LeaseStoreError(`HTTP store ${what}: ${(error as Error).message}`, { ambiguous: write, cause: error });
+    }
+    if (error.status === 400 && error.problem?.errors) {
+      return new LeaseValidationError("lease record", error.problem.errors);
+    }
+    const refused = error.status >= 400 && error.status < 500;
+    return new LeaseStoreError(`HTTP store ${what}: ${error.message}`, { ambiguous: write && !refused, cause: error });
+  }
+}
