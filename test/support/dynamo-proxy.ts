@@ -1,0 +1,145 @@
+/**
+ * An HTTP proxy on 127.0.0.1 in front of dynalite that injects faults into PutItem calls, so
+ * tests see what the SDK sees on a real network: a response lost after the write applied (the
+ * socket is destroyed), throttling and 5xx answers, and calls that never answer. These are real
+ * HTTP exchanges, not SDK mocks. Every other request is forwarded untouched.
+ */
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type PutFault =
+  /** Forward, let dynalite apply it, then destroy the socket instead of answering. */
+  | "drop-response"
+  /** Answer 400 ThrottlingException without forwarding (nothing applied). */
+  | "throttle"
+  /** Forward (it applies), then answer 400 ThrottlingException. */
+  | "throttle-after-apply"
+  /** Answer 500 InternalServerError without forwarding. */
+  | "server-error"
+  /** Never answer (until the client gives up and closes the socket). */
+  | "hang";
+
+export class DynamoProxy {
+  /** Operations seen, in order (the x-amz-target suffix, e.g. "PutItem"). */
+  readonly seen: string[] = [];
+  private readonly faults: PutFault[] = [];
+  private readonly waiters: Array<{ operation: string; resolve: () => void }> = [];
+
+  private constructor(
+    readonly endpoint: string,
+    private readonly server: ReturnType<typeof createServer>,
+  ) {}
+
+  static async start(target: string): Promise<DynamoProxy> {
+    const upstream = new URL(target);
+    let proxy: DynamoProxy | undefined;
+    const server = createServer((req, res) => {
+      void proxy?.handle(upstream, req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    const { port } = server.address() as AddressInfo;
+    proxy = new DynamoProxy(`http://127.0.0.1:${port}`, server);
+    return proxy;
+  }
+
+  /** Faults for the next PutItem requests (SDK retries included), one each. */
+  failNextPut(...faults: PutFault[]): void {
+    this.faults.push(...faults);
+  }
+
+  count(operation: string): number {
+    return this.seen.filter((o) => o === operation).length;
+  }
+
+  /** Resolves once the proxy has received (not necessarily answered) a request for `operation`. */
+  waitFor(operation: string): Promise<void> {
+    if (this.seen.includes(operation)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ operation, resolve }));
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(upstream: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readAll(req);
+    const operation = String(req.headers["x-amz-target"] ?? "").split(".")[1] ?? "";
+    this.seen.push(operation);
+    for (const w of this.waiters.filter((w) => w.operation === operation)) {
+      this.waiters.splice(this.waiters.indexOf(w), 1);
+      w.resolve();
+    }
+    const fault = operation === "PutItem" ? (this.faults.shift() ?? "none") : "none";
+    switch (fault) {
+      case "throttle":
+        return answer(res, 400, "ThrottlingException", "Rate of requests exceeds the allowed throughput.");
+      case "server-error":
+        return answer(res, 500, "InternalServerError", "Internal server error (injected by the test proxy)");
+      case "hang":
+        return;
+      case "drop-response":
+        await forward(upstream, req, body);
+        req.socket.destroy();
+        return;
+      case "throttle-after-apply":
+        await forward(upstream, req, body);
+        return answer(res, 400, "ThrottlingException", "Rate of requests exceeds the allowed throughput.");
+      default: {
+        const reply = await forward(upstream, req, body);
+        res.writeHead(reply.status, reply.headers);
+        res.end(reply.body);
+      }
+    }
+  }
+}
+
+function readAll(stream: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => resolve(Buffer.concat(chunks)));
+    stream.on("error", reject);
+  });
+}
+
+async function forward(
+  upstream: URL,
+  req: IncomingMessage,
+  body: Buffer,
+): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const out = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: upstream.host, connection: "close" },
+      },
+      (reply) => {
+        readAll(reply).then((data) => {
+          const headers: Record<string, string | string[]> = {};
+          for (const [k, v] of Object.entries(reply.headers)) {
+            if (v !== undefined && k !== "connection" && k !== "transfer-encoding") headers[k] = v;
+          }
+          headers["content-length"] = String(data.length);
+          resolve({ status: reply.statusCode ?? 502, headers, body: data });
+        }, reject);
+      },
+    );
+    out.on("error", reject);
+    out.end(body);
+  });
+}
+
+/** An error body in the DynamoDB JSON protocol's shape, as real DynamoDB sends it. */
+function answer(res: ServerResponse, status: number, type: string, message: string): void {
+  const body = JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${type}`, message });
+  res.writeHead(status, {
+    "content-type": "application/x-amz-json-1.0",
+    "content-length": String(Buffer.byteLength(body)),
+    "x-amzn-requestid": `proxy-${Date.now()}`,
+  });
+  res.end(body);
+}
