@@ -1,0 +1,282 @@
+/**
+ * GcsStore against fake-gcs-server (started by test/servers/fake-gcs.server.ts): both shared
+ * suites, three ways of configuring the client, then what only GCS has: object layout, SDK
+ * retries of conditional uploads (through a fault proxy), ambiguity, corrupt objects, listing
+ * order of `<name>.json` objects, and the one-write-per-second limit.
+ */
+import { Storage } from "@google-cloud/storage";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  isAmbiguous,
+  LeaseConflictError,
+  LeaseCorruptError,
+  LeaseStoreError,
+  LeaseValidationError,
+  type Stored,
+} from "../src/lease.js";
+import { checkGcsElectorSettings, GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
+import { describeElectorContract } from "./conformance/elector-contract.js";
+import { describeStoreContract, makeRecord, uniqueName } from "./conformance/store-contract.js";
+import { GcsFaultProxy } from "./support/gcs-proxy.js";
+
+const endpoint = process.env.GCS_ENDPOINT;
+if (!endpoint) throw new Error("GCS_ENDPOINT is not set: test/servers/fake-gcs.server.ts should have started");
+const projectId = "leasehold-test";
+const bucketName = `leasehold-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+const admin = new Storage({ apiEndpoint: endpoint, projectId });
+const bucket = admin.bucket(bucketName);
+
+let proxy: GcsFaultProxy;
+beforeAll(async () => {
+  await admin.createBucket(bucketName);
+  proxy = await GcsFaultProxy.start(endpoint);
+});
+afterAll(async () => {
+  await proxy?.close();
+});
+
+const ownClient = (options: Partial<GcsStoreOptions> = {}) =>
+  new GcsStore({ bucket: bucketName, apiEndpoint: endpoint, projectId, ...options });
+/** A caller's own Storage with the SDK's default retries (up to 3 on 408/429/5xx/resets). */
+const retryingClient = (apiEndpoint: string) =>
+  new GcsStore({ storage: new Storage({ apiEndpoint, projectId }), bucket: bucketName });
+
+describeStoreContract("gcs", { create: async () => ({ store: ownClient() }), conflictCarriesCurrent: true });
+describeStoreContract("gcs, caller's Storage with SDK retries on", {
+  create: async () => ({ store: retryingClient(endpoint) }),
+  conflictCarriesCurrent: true,
+});
+describeStoreContract("gcs, readCurrentOnConflict: false", {
+  create: async () => ({ store: ownClient({ readCurrentOnConflict: false }) }),
+  conflictCarriesCurrent: false,
+});
+describeElectorContract("gcs", async () => ({ store: ownClient() }));
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (value) => {
+      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe("GcsStore: object layout", () => {
+  it("writes <prefix><name>.json as JSON with Cache-Control no-store; the generation is the revision", async () => {
+    const store = ownClient({ prefix: "custom/" });
+    const name = uniqueName();
+    const stored = await store.put(makeRecord(name), null);
+    const [metadata] = await bucket.file(`custom/${name}.json`).getMetadata();
+    expect(metadata.contentType).toBe("application/json");
+    expect(metadata.cacheControl).toBe("no-store");
+    expect(String(metadata.generation)).toBe(stored.revision);
+    const [body] = await bucket.file(`custom/${name}.json`).download();
+    expect(JSON.parse(body.toString())).toEqual(stored.record);
+    expect(await ownClient().get(name)).toBeNull(); // default prefix "leases/" is a different namespace
+  });
+
+  it("a read returns the generation of the content it returned, even right after a replace", async () => {
+    const store = ownClient();
+    const name = uniqueName();
+    let stored = await store.put(makeRecord(name), null);
+    for (let i = 0; i < 5; i++) {
+      stored = await store.put(makeRecord(name, { renewedAt: i }), stored.revision);
+      expect(await store.get(name)).toEqual(stored);
+    }
+  });
+});
+
+describe("GcsStore: SDK retries of conditional uploads", () => {
+  it("a create whose response was lost, retried by the SDK and answered 412, is recognised by writeId", async () => {
+    const store = retryingClient(proxy.endpoint);
+    const name = uniqueName();
+    const record = makeRecord(name);
+    proxy.failNextUpload("reset-after-apply");
+    const before = proxy.uploads;
+    const stored = await store.put(record, null);
+    expect(proxy.uploads - before).toBe(2); // the SDK did retry, and the retry met 412
+    expect(stored.record).toEqual(record);
+    expect(await store.get(name)).toEqual(stored);
+  });
+
+  it("a renewal that applied but was answered 503, then retried into 412, keeps the lease", async () => {
+    const store = retryingClient(proxy.endpoint);
+    const name = uniqueName();
+    const first = await store.put(makeRecord(name), null);
+    const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 5000 });
+    proxy.failNextUpload("503-after-apply");
+    const before = proxy.uploads;
+    const stored = await store.put(renewal, first.revision);
+    expect(proxy.uploads - before).toBe(2);
+    expect(stored.record).toEqual(renewal);
+    expect(stored.revision).not.toBe(first.revision);
+    expect(await store.get(name)).toEqual(stored);
+  });
+
+  it("after a retry, a 412 caused by another writer is still a conflict carrying that writer's record", async () => {
+    const store = retryingClient(proxy.endpoint);
+    const name = uniqueName();
+    const first = await store.put(makeRecord(name), null);
+    const theirs = await ownClient().put(makeRecord(name, { holder: "bob", term: 2 }), first.revision);
+    proxy.failNextUpload("503");
+    const before = proxy.uploads;
+    const error = await rejection(store.put(makeRecord(name, { renewedAt: 9 }), first.revision));
+    expect(proxy.uploads - before).toBe(2);
+    expect(error).toBeInstanceOf(LeaseConflictError);
+    expect((error as LeaseConflictError).current).toEqual(theirs);
+  });
+});
+
+describe("GcsStore: ambiguous outcomes with its own client (no SDK retries)", () => {
+  const viaProxy = () => ownClient({ apiEndpoint: proxy.endpoint });
+
+  it.each([
+    ["503", false],
+    ["429", false],
+    ["503-after-apply", true],
+    ["reset-after-apply", true],
+  ] as const)("an upload answered %s is an ambiguous LeaseStoreError, sent once", async (fault, applied) => {
+    const store = viaProxy();
+    const name = uniqueName();
+    const first = await store.put(makeRecord(name), null);
+    const next = makeRecord(name, { renewedAt: 42 });
+    proxy.failNextUpload(fault);
+    const before = proxy.uploads;
+    const error = await rejection(store.put(next, first.revision));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(error)).toBe(true);
+    expect((error as Error).message).toContain(`gs://${bucketName}/leases/${name}.json`);
+    expect(proxy.uploads - before).toBe(1);
+    // Why it must be ambiguous: in half of these cases the write did apply.
+    expect((await store.get(name))?.record.writeId).toBe(applied ? next.writeId : first.record.writeId);
+  });
+
+  it("an upload abandoned through its AbortSignal is ambiguous; one aborted before sending is not", async () => {
+    const store = viaProxy();
+    const name = uniqueName();
+    proxy.failNextUpload("hang");
+    const controller = new AbortController();
+    const pending = rejection(store.put(makeRecord(name), null, { signal: controller.signal }));
+    await proxy.nextUpload();
+    controller.abort();
+    const error = await pending;
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(error)).toBe(true);
+    const early = await rejection(store.put(makeRecord(name), null, { signal: AbortSignal.abort() }));
+    expect(early).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(early)).toBe(false);
+  });
+
+  it("a 4xx other than 408/429 (missing bucket) is a definite, unambiguous failure", async () => {
+    const store = new GcsStore({ bucket: "no-such-bucket-here", apiEndpoint: endpoint, projectId });
+    const error = await rejection(store.put(makeRecord(uniqueName()), null));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(error)).toBe(false);
+  });
+});
+
+describe("GcsStore: corrupt and foreign objects", () => {
+  it.each([
+    ["not JSON", "{oops"],
+    ["JSON of another shape", JSON.stringify({ hello: "world" })],
+    ["a record naming another lease", JSON.stringify(makeRecord("someone-else"))],
+  ])("%s is a LeaseCorruptError on read and is never overwritten", async (_label, content) => {
+    const store = ownClient();
+    const name = uniqueName();
+    const file = bucket.file(`leases/${name}.json`);
+    await file.save(content, { resumable: false, preconditionOpts: { ifGenerationMatch: 0 } });
+    const [{ generation }] = await file.getMetadata();
+    const read = await rejection(store.get(name));
+    expect(read).toBeInstanceOf(LeaseCorruptError);
+    expect((read as LeaseCorruptError).lease).toBe(name);
+    const write = await rejection(store.put(makeRecord(name), null));
+    expect(write).toBeInstanceOf(LeaseCorruptError);
+    const [after] = await file.getMetadata();
+    expect(after.generation).toBe(generation);
+    expect((await file.download())[0].toString()).toBe(content);
+  });
+});
+
+describe("GcsStore: list", () => {
+  it("yields name order although object names sort as <name>.json, skipping foreign objects", async () => {
+    const store = ownClient();
+    const root = uniqueName("root");
+    // By object name (`<name>.json`) these sort a-b-c, a-b, a-b.x, a.a, a, a.z, a/c, a0;
+    // by lease name a, a-b, a-b-c, a-b.x, a.a, a.z, a/c, a0.
+    const names = ["a", "a-b", "a.a", "a.z", "a/c", "a0", "a-b-c", "a-b.x"].map((n) => `${root}/${n}`);
+    for (const n of names) await store.put(makeRecord(n), null);
+    await bucket.file(`leases/${root}/readme.txt`).save("not a lease", { resumable: false });
+    await bucket.file(`leases/${root}/Upper.json`).save("{}", { resumable: false });
+    const list = async (prefix: string, options?: { startAfter?: string; limit?: number }) => {
+      const out: string[] = [];
+      for await (const s of store.list(prefix, options)) out.push(s.record.name);
+      return out;
+    };
+    const sorted = [...names].sort();
+    expect(await list(`${root}/`)).toEqual(sorted);
+    expect(await list(`${root}/`, { startAfter: `${root}/a` })).toEqual(sorted.slice(1));
+    expect(await list(`${root}/`, { startAfter: `${root}/a-b`, limit: 3 })).toEqual(sorted.slice(2, 5));
+    expect(await list(`${root}/a-`)).toEqual(sorted.filter((n) => n.startsWith(`${root}/a-`)));
+    expect(await list(`${root}/`, { limit: 0 })).toEqual([]);
+  });
+
+  it("pages through more objects than one listing page returns", async () => {
+    const store = ownClient();
+    const root = uniqueName("many");
+    const names = Array.from({ length: 230 }, (_, i) => `${root}/n${String(i).padStart(3, "0")}`);
+    await Promise.all(names.map((n) => store.put(makeRecord(n), null)));
+    const out: string[] = [];
+    for await (const s of store.list(`${root}/`)) out.push(s.record.name);
+    expect(out).toEqual(names);
+    const tail: string[] = [];
+    for await (const s of store.list(`${root}/`, { startAfter: names[198]!, limit: 5 })) tail.push(s.record.name);
+    expect(tail).toEqual(names.slice(199, 204));
+  });
+
+  it("each listed record carries its current revision", async () => {
+    const store = ownClient();
+    const root = uniqueName("rev");
+    const a = await store.put(makeRecord(`${root}/a`), null);
+    const b = await store.put(makeRecord(`${root}/b`), null);
+    const b2 = await store.put(makeRecord(`${root}/b`, { renewedAt: 7 }), b.revision);
+    const listed: Stored[] = [];
+    for await (const s of store.list(`${root}/`)) listed.push(s);
+    expect(listed).toEqual([a, b2]);
+  });
+});
+
+describe("GcsStore: options and limits", () => {
+  it("checkGcsElectorSettings rejects renewMs below one write per second, naming the field and the limit", () => {
+    const error = (() => {
+      try {
+        checkGcsElectorSettings({ leaseMs: 2000, renewMs: 500, retryMs: 200 });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(LeaseValidationError);
+    expect((error as LeaseValidationError).issues).toEqual([
+      { path: "renewMs", message: expect.stringContaining("expected at least 1000 ms, got 500") },
+    ]);
+    expect((error as Error).message).toMatch(/renewMs: .*one write per second/);
+    expect(() => checkGcsElectorSettings({ leaseMs: 15_000, renewMs: 5000, retryMs: 2000 })).not.toThrow();
+    expect(GcsStore.checkElectorSettings).toBe(checkGcsElectorSettings);
+  });
+
+  it("rejects bad options and foreign revisions naming the field", async () => {
+    expect(() => new GcsStore({ bucket: "" })).toThrow(/bucket: expected a GCS bucket name/);
+    expect(() => new GcsStore({ bucket: "ok-bucket", prefix: "has space/" })).toThrow(/prefix: expected/);
+    expect(() => new GcsStore({ bucket: "ok-bucket", timeoutMs: 0 })).toThrow(/timeoutMs: expected a positive/);
+    const error = await rejection(ownClient().put(makeRecord(uniqueName()), "rev-7"));
+    expect(error).toBeInstanceOf(LeaseValidationError);
+    expect((error as Error).message).toMatch(/expected: expected a GCS object generation/);
+  });
+
+  it("accepts a Bucket of the caller's own Storage", async () => {
+    const store = new GcsStore({ bucket: admin.bucket(bucketName), prefix: "mine/" });
+    const name = uniqueName();
+    const stored = await store.put(makeRecord(name), null);
+    expect(await store.get(name)).toEqual(stored);
+    expect((await bucket.file(`mine/${name}.json`).exists())[0]).toBe(true);
+  });
+});

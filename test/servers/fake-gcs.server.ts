@@ -1,0 +1,145 @@
+/**
+ * fake-gcs-server for the GCS store's tests and benchmark (test/servers/ registry contract:
+ * `start()` resolves to `{ env: { GCS_ENDPOINT }, stop }`).
+ *
+ * The binary is built once into `.cache/fake-gcs-server/<version>/` with `go install` when
+ * missing (quiet on success, the whole build log on failure), so a fresh CI machine needs only
+ * Go >= 1.25. Each start binds 127.0.0.1 on a free port with the in-memory backend and creates
+ * nothing: tests create their own buckets.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import type { StartedServer } from "./global-setup.js";
+
+export const FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server";
+export const FAKE_GCS_VERSION = "v1.55.1";
+const MIN_GO = [1, 25] as const;
+const READY_TIMEOUT_MS = 20_000;
+
+const run = promisify(execFile);
+const projectRoot = resolve(import.meta.dirname, "../..");
+export const fakeGcsBinary = join(projectRoot, ".cache/fake-gcs-server", FAKE_GCS_VERSION, "fake-gcs-server");
+
+/** Builds the pinned fake-gcs-server unless it is already cached; returns the binary's path. */
+export async function installFakeGcs(): Promise<string> {
+  if (existsSync(fakeGcsBinary)) return fakeGcsBinary;
+  await checkGo();
+  const dir = join(fakeGcsBinary, "..");
+  mkdirSync(dir, { recursive: true });
+  // Build into a private folder and rename: two runs installing at once never see half a binary.
+  const staging = mkdtempSync(join(dir, ".install-"));
+  try {
+    await run("go", ["install", `${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}`], {
+      env: { ...process.env, GOBIN: staging, CGO_ENABLED: "0" },
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(
+        `building fake-gcs-server failed: go install ${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}\n${error.stderr || error.stdout || error.message}`,
+      );
+    });
+    renameSync(join(staging, "fake-gcs-server"), fakeGcsBinary);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return fakeGcsBinary;
+}
+
+async function checkGo(): Promise<void> {
+  const advice = `install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/) to build fake-gcs-server for the GCS tests, or run test/servers/install-fake-gcs.sh on a machine that has it`;
+  let version: string;
+  try {
+    version = (await run("go", ["env", "GOVERSION"])).stdout.trim();
+  } catch (cause) {
+    throw new Error(`the "go" command was not found: ${advice}`, { cause });
+  }
+  const match = /^go(\d+)\.(\d+)/.exec(version);
+  const [major, minor] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
+  if (major < MIN_GO[0] || (major === MIN_GO[0] && minor < MIN_GO[1])) {
+    throw new Error(`found ${version || "an unknown Go"}, too old: ${advice}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() =>
+        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+export interface FakeGcs extends StartedServer {
+  endpoint: string;
+}
+
+/** Starts one fake-gcs-server (installing it first if needed) and waits until it answers. */
+export async function startFakeGcs(): Promise<FakeGcs> {
+  const binary = await installFakeGcs();
+  let lastError: unknown;
+  // A port picked free can be taken before the server binds it: try a few.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const child = spawn(
+      binary,
+      ["-scheme", "http", "-host", "127.0.0.1", "-port", String(port), "-backend", "memory", "-log-level", "error"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-8192);
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    const endpoint = `http://127.0.0.1:${port}`;
+    try {
+      await waitUntilReady(child, endpoint, () => output);
+      return { endpoint, env: { GCS_ENDPOINT: endpoint }, stop: () => stopProcess(child) };
+    } catch (error) {
+      lastError = error;
+      await stopProcess(child);
+    }
+  }
+  throw lastError;
+}
+
+async function waitUntilReady(child: ChildProcess, endpoint: string, output: () => string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
+  });
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`fake-gcs-server exited while starting (code ${child.exitCode}):\n${output()}`);
+    try {
+      const response = await fetch(`${endpoint}/storage/v1/b?project=leasehold-test`, {
+        signal: AbortSignal.timeout(1000),
+      });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`fake-gcs-server did not answer at ${endpoint} within ${READY_TIMEOUT_MS} ms:\n${output()}`);
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function start(): Promise<StartedServer> {
+  const server = await startFakeGcs();
+  return { env: server.env, stop: server.stop };
+}
