@@ -148,6 +148,8 @@ export class Elector {
   private lastLeader: { holder: string | null; term: number } | undefined;
   /** Our writes whose outcome is unknown, with the instant each was sent. */
   private readonly unresolved = new Map<string, number>();
+  /** The highest term this elector has been leader of: it never hands out a term twice. */
+  private lastLedTerm = 0;
   /** Read before the next follower decision (the last observation may be stale). */
   private needsRead = true;
   private stopping = false;
@@ -326,9 +328,12 @@ export class Elector {
   }
 
   private becomeLeader(stored: Stored, sentAt: number): void {
-    if (this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
-      // Our write landed but its safe window has already closed: not leader; it may be taken over
-      // (by us too) once it has expired for everyone.
+    // A term we already led and lost is over: an ambiguous renewal of it that turns out to have
+    // landed must not make us its leader again (a second `elected` reusing a fencing token).
+    const ended = stored.record.term <= this.lastLedTerm;
+    if (ended || this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
+      // Our write landed but its safe window has already closed (or its term has ended): not
+      // leader; it may be taken over (by us too, with a new term) once it has expired for everyone.
       this.unresolved.clear();
       this.observed = { stored, at: sentAt };
       this.needsRead = false;
@@ -344,6 +349,7 @@ export class Elector {
       watchdog: new AbortController(),
     };
     this.held = h;
+    this.lastLedTerm = stored.record.term;
     this.phase = "leader";
     this.adopt(h, stored, sentAt);
     this.noteLeader(stored);
