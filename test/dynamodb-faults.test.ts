@@ -48,6 +48,29 @@ async function failureOf(p: Promise<unknown>): Promise<unknown> {
   );
 }
 
+describe("dynamodb: a conflict carries the current item (ALL_OLD, as real DynamoDB answers)", () => {
+  it("uses the item from the error and sends no GetItem", async () => {
+    const store = viaProxy();
+    proxy.returnOldItem = true;
+    const name = uniqueName();
+    const first = await truth().put(makeRecord(name), null);
+    const error = await failureOf(store.put(makeRecord(name, { holder: "bob" }), null));
+    expect(error).toBeInstanceOf(LeaseConflictError);
+    expect((error as LeaseConflictError).current).toEqual(first);
+    expect(proxy.seen).toEqual(["PutItem"]);
+  });
+
+  it("recognises its own retried write from the item in the error, with no GetItem", async () => {
+    const store = viaProxy();
+    proxy.returnOldItem = true;
+    const name = uniqueName();
+    const record = makeRecord(name);
+    proxy.failNextPut("drop-response");
+    expect(await store.put(record, null)).toEqual({ record, revision: "1" });
+    expect(proxy.seen).toEqual(["PutItem", "PutItem"]);
+  });
+});
+
 describe("dynamodb: SDK retries of a write that already applied", () => {
   it("a create whose response was lost is retried by the SDK, and the store reports it applied", async () => {
     const store = viaProxy();

@@ -42,6 +42,13 @@ export class DynamoProxy {
     return proxy;
   }
 
+  /**
+   * Behave like real DynamoDB on a failed condition: add the current item to the
+   * ConditionalCheckFailedException body (ReturnValuesOnConditionCheckFailure: ALL_OLD), which
+   * dynalite leaves out. The proxy reads it from dynalite itself; the client sees no extra call.
+   */
+  returnOldItem = false;
+
   /** Faults for the next PutItem requests (SDK retries included), one each. */
   failNextPut(...faults: PutFault[]): void {
     this.faults.push(...faults);
@@ -86,7 +93,8 @@ export class DynamoProxy {
         await forward(upstream, req, body);
         return answer(res, 400, "ThrottlingException", "Rate of requests exceeds the allowed throughput.");
       default: {
-        const reply = await forward(upstream, req, body);
+        let reply = await forward(upstream, req, body);
+        if (this.returnOldItem && operation === "PutItem") reply = await withOldItem(upstream, req, body, reply);
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
       }
@@ -103,11 +111,29 @@ function readAll(stream: IncomingMessage): Promise<Buffer> {
   });
 }
 
-async function forward(
-  upstream: URL,
-  req: IncomingMessage,
-  body: Buffer,
-): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+}
+
+/** Adds `Item` to a ConditionalCheckFailedException reply, read with a consistent GetItem. */
+async function withOldItem(upstream: URL, req: IncomingMessage, body: Buffer, reply: Reply): Promise<Reply> {
+  const error = JSON.parse(reply.body.toString() || "{}") as { __type?: string; Item?: unknown };
+  if (reply.status !== 400 || !error.__type?.endsWith("#ConditionalCheckFailedException") || error.Item) return reply;
+  const put = JSON.parse(body.toString()) as { TableName: string; Item: Record<string, unknown> };
+  const key = Object.fromEntries(Object.entries(put.Item).filter(([k]) => k === "pk"));
+  const get = Buffer.from(JSON.stringify({ TableName: put.TableName, Key: key, ConsistentRead: true }));
+  const headers = { ...req.headers, "x-amz-target": "DynamoDB_20120810.GetItem" };
+  const current = await forward(upstream, { method: "POST", url: req.url, headers }, get);
+  const item = (JSON.parse(current.body.toString()) as { Item?: unknown }).Item;
+  const patched = Buffer.from(JSON.stringify({ ...error, ...(item ? { Item: item } : {}) }));
+  return { ...reply, body: patched, headers: { ...reply.headers, "content-length": String(patched.length) } };
+}
+
+type Outgoing = Pick<IncomingMessage, "method" | "url" | "headers">;
+
+async function forward(upstream: URL, req: Outgoing, body: Buffer): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const out = request(
       {
@@ -115,7 +141,7 @@ async function forward(
         port: upstream.port,
         method: req.method,
         path: req.url,
-        headers: { ...req.headers, host: upstream.host, connection: "close" },
+        headers: { ...req.headers, host: upstream.host, connection: "close", "content-length": String(body.length) },
       },
       (reply) => {
         readAll(reply).then((data) => {
