@@ -170,10 +170,11 @@ export class LeaseService {
           continue;
         }
         if (error instanceof ProblemError && error.kind === "store-unavailable") {
+          // Not visible (yet): a timed-out write may still land, so report the doubt (503) and let the
+          // client repeat the call, which is idempotent for the same holder.
           const resolved = await this.resolveAmbiguous(name, record.writeId);
           if (resolved) return { leader: record.holder !== null, stored: resolved, created: current === null };
-          current = await this.get(name);
-          continue;
+          throw error;
         }
         throw error;
       }

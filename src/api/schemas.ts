@@ -3,6 +3,8 @@
  * and the typed client. Field rules come from src/lease.ts so every entry point agrees.
  */
 import { z } from "@hono/zod-openapi";
+// Schemas from src/lease.ts were built before zod-openapi extended zod (zod 4 adds methods per
+// instance), so they carry documentation through zod's own `.meta()`, which the generator reads.
 import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, prefixSchema } from "../lease.js";
 
 const term = z
@@ -21,14 +23,14 @@ export const NameParam = z.object({
 
 export const AcquireBody = z
   .strictObject({
-    holder: holderSchema.openapi({ example: "billing-7f9c" }),
-    leaseMs: leaseMsSchema.openapi({ example: 15000 }),
-    metadata: metadataSchema.optional().openapi({ example: { addr: "10.0.0.7:8080" } }),
+    holder: holderSchema.meta({ example: "billing-7f9c" }),
+    leaseMs: leaseMsSchema.meta({ example: 15000 }),
+    metadata: metadataSchema.optional().meta({ example: { addr: "10.0.0.7:8080" } }),
   })
   .openapi("AcquireRequest");
 
 export const TermBody = z
-  .strictObject({ holder: holderSchema.openapi({ example: "billing-7f9c" }), term })
+  .strictObject({ holder: holderSchema.meta({ example: "billing-7f9c" }), term })
   .openapi("HolderTermRequest");
 
 /** The raw compare-and-swap write used by the HTTP store; the server stamps acquiredAt/renewedAt. */
@@ -43,14 +45,14 @@ export const RecordBody = z
   .openapi("RecordWrite");
 
 export const ListQuery = z.object({
-  prefix: prefixSchema.optional().openapi({ example: "adapters/" }),
+  prefix: prefixSchema.optional().meta({ example: "adapters/" }),
   limit: z.coerce
     .number({ error: "expected a number" })
     .int({ error: "expected a whole number" })
     .min(1, { error: "expected at least 1" })
     .max(1000, { error: "expected at most 1000" })
     .optional(),
-  cursor: nameSchema.optional().openapi({ description: "The `next` value of the previous page" }),
+  cursor: nameSchema.optional().meta({ description: "The `next` value of the previous page" }),
 });
 
 export const Lease = z

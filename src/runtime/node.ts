@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { createApp } from "../api/app.js";
 import { type AuthConfig, parseTokens, type TokenScope } from "../api/auth.js";
+import type { Clock } from "../clock.js";
 import type { LeaseStore } from "../lease.js";
 
 export interface ServeOptions {
@@ -24,6 +25,7 @@ export interface ServeOptions {
   maxSkewMs?: number;
   watchPollMs?: number;
   heartbeatMs?: number;
+  clock?: Clock;
 }
 
 export interface RunningServer {
@@ -56,6 +58,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
     ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
     const s = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () => resolve(s));

@@ -1,0 +1,396 @@
+/** Every route, error status and auth scope of the API, over real HTTP to the Node server. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Problem } from "../src/api/schemas.js";
+import { LeaseholdClient } from "../src/client.js";
+import { ManualClock } from "../src/clock.js";
+import { type LeaseStore, LeaseStoreError } from "../src/lease.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { uniqueName } from "./conformance/store-contract.js";
+import { startApi, TOKENS } from "./support/api-server.js";
+
+let api: Awaited<ReturnType<typeof startApi>>;
+beforeAll(async () => {
+  api = await startApi({ watchPollMs: 50, heartbeatMs: 100 });
+});
+afterAll(() => api.close());
+
+const path = (name: string, suffix = "") => `${LeaseholdClient.leasePath(name)}${suffix}`;
+
+async function call(
+  method: string,
+  p: string,
+  body?: unknown,
+  options: { token?: string | null; headers?: Record<string, string>; raw?: string } = {},
+) {
+  const token = options.token === undefined ? TOKENS.admin : options.token;
+  const res = await fetch(`${api.url}${p}`, {
+    method,
+    headers: {
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined || options.raw !== undefined ? { "Content-Type": "application/json" } : {}),
+      ...options.headers,
+    },
+    ...(options.raw !== undefined ? { body: options.raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  const type = res.headers.get("content-type") ?? "";
+  return {
+    status: res.status,
+    type,
+    headers: res.headers,
+    body: text && type.includes("json") ? JSON.parse(text) : text,
+  };
+}
+
+function expectProblem(r: Awaited<ReturnType<typeof call>>, status: number, kind: string) {
+  expect(r.status).toBe(status);
+  expect(r.type).toBe("application/problem+json");
+  expect(Problem.parse(r.body)).toMatchObject({ status, type: `urn:leasehold:problem:${kind}` });
+}
+
+const acquire = (name: string, holder: string, extra: Record<string, unknown> = {}, token?: string) =>
+  call("POST", path(name, "/acquire"), { holder, leaseMs: 10_000, ...extra }, token === undefined ? {} : { token });
+
+describe("lease lifecycle", () => {
+  it("acquire, renew by re-acquire and renew, conflict for others, release keeps the term, re-acquire bumps it", async () => {
+    const name = uniqueName();
+    const a = await acquire(name, "alice", { metadata: { addr: "10.0.0.1:80" } });
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({
+      leader: true,
+      lease: { name, holder: "alice", term: 1, leaseMs: 10_000, metadata: { addr: "10.0.0.1:80" } },
+    });
+    expect(a.body.lease.expiresAt).toBe(a.body.lease.renewedAt + 10_000);
+    expect(a.headers.get("etag")).toBe(`"${a.body.lease.revision}"`);
+
+    const again = await acquire(name, "alice");
+    expect(again.body).toMatchObject({ leader: true, lease: { holder: "alice", term: 1 } });
+    expect(again.body.lease.revision).not.toBe(a.body.lease.revision);
+
+    const bob = await acquire(name, "bob");
+    expectProblem(bob, 409, "conflict");
+    expect(bob.body).toMatchObject({ leader: false, lease: { holder: "alice", term: 1 } });
+
+    const renewed = await call("POST", path(name, "/renew"), { holder: "alice", term: 1 });
+    expect(renewed.body).toMatchObject({ leader: true, lease: { holder: "alice", term: 1 } });
+    expectProblem(await call("POST", path(name, "/renew"), { holder: "bob", term: 1 }), 409, "conflict");
+    expectProblem(await call("POST", path(name, "/renew"), { holder: "alice", term: 2 }), 409, "conflict");
+    expectProblem(
+      await call("POST", path(name, "/renew"), { holder: "alice", term: 1 }, { token: TOKENS.reader }),
+      403,
+      "forbidden",
+    );
+
+    expectProblem(await call("POST", path(name, "/release"), { holder: "bob", term: 1 }), 409, "conflict");
+    const released = await call("POST", path(name, "/release"), { holder: "alice", term: 1 });
+    expect(released.body).toMatchObject({ leader: false, lease: { holder: null, term: 1 } });
+    const twice = await call("POST", path(name, "/release"), { holder: "alice", term: 1 });
+    expect(twice.status).toBe(200);
+    expect(twice.body.lease.revision).toBe(released.body.lease.revision);
+    expectProblem(await call("POST", path(name, "/renew"), { holder: "alice", term: 1 }), 409, "conflict");
+
+    const b = await acquire(name, "bob");
+    expect(b.body).toMatchObject({ leader: true, lease: { holder: "bob", term: 2 } });
+    const got = await call("GET", path(name));
+    expect(got.body).toMatchObject({ holder: "bob", term: 2 });
+  });
+
+  it("renew and release of a lease that never existed: 404; GET of one: 404", async () => {
+    const name = uniqueName();
+    expectProblem(await call("POST", path(name, "/renew"), { holder: "a", term: 1 }), 404, "not-found");
+    expectProblem(await call("POST", path(name, "/release"), { holder: "a", term: 1 }), 404, "not-found");
+    expectProblem(await call("GET", path(name)), 404, "not-found");
+  });
+
+  it("expiry is judged by renewedAt + leaseMs + maxSkewMs on the server's clock", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 2) });
+    const local = await startApi({ clock, maxSkewMs: 500 });
+    try {
+      const name = uniqueName();
+      const post = (suffix: string, body: unknown) =>
+        fetch(`${local.url}${path(name, suffix)}`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      expect((await post("/acquire", { holder: "a", leaseMs: 1000 })).status).toBe(200);
+      await clock.advance(1500); // renewedAt + leaseMs + maxSkewMs: not yet past
+      expect((await post("/acquire", { holder: "b", leaseMs: 1000 })).status).toBe(409);
+      await clock.advance(1);
+      const b = await post("/acquire", { holder: "b", leaseMs: 1000 });
+      expect(b.body).toMatchObject({ leader: true, lease: { holder: "b", term: 2 } });
+      // The old holder's renewal of its term is refused: the lease moved on.
+      expect((await post("/renew", { holder: "a", term: 1 })).status).toBe(409);
+      // An expired holder re-acquiring gets a new term, never the old one.
+      await clock.advance(1501);
+      expect((await post("/renew", { holder: "b", term: 2 })).status).toBe(409);
+      expect((await post("/acquire", { holder: "b", leaseMs: 1000 })).body.lease.term).toBe(3);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it("lists by prefix in name order with limit and cursor", async () => {
+    const root = uniqueName("list");
+    for (const n of ["c", "a", "b"]) await acquire(`${root}/${n}`, "x");
+    const page1 = await call("GET", `/v1/leases?prefix=${encodeURIComponent(`${root}/`)}&limit=2`);
+    expect(page1.body.leases.map((l: { name: string }) => l.name)).toEqual([`${root}/a`, `${root}/b`]);
+    expect(page1.body.next).toBe(`${root}/b`);
+    const page2 = await call(
+      "GET",
+      `/v1/leases?prefix=${encodeURIComponent(`${root}/`)}&limit=2&cursor=${encodeURIComponent(page1.body.next)}`,
+    );
+    expect(page2.body).toMatchObject({ leases: [{ name: `${root}/c` }], next: null });
+    expectProblem(await call("GET", "/v1/leases?limit=0"), 400, "validation");
+    expectProblem(await call("GET", "/v1/leases?prefix=UPPER"), 400, "validation");
+  });
+});
+
+describe("raw compare-and-swap (PUT)", () => {
+  const body = (extra: Record<string, unknown> = {}) => ({
+    holder: "h",
+    term: 1,
+    leaseMs: 5000,
+    metadata: {},
+    writeId: "w-1",
+    acquiredAt: 1,
+    ...extra,
+  });
+  it("creates with If-None-Match, replaces with If-Match, refuses a stale revision with the current lease", async () => {
+    const name = uniqueName();
+    expectProblem(await call("PUT", path(name), body()), 428, "precondition-required");
+    const created = await call("PUT", path(name), body(), { headers: { "If-None-Match": "*" } });
+    expect(created.status).toBe(201);
+    expectProblem(
+      await call("PUT", path(name), body(), { headers: { "If-None-Match": "*" } }),
+      412,
+      "precondition-failed",
+    );
+    const rev = created.body.revision;
+    const replaced = await call("PUT", path(name), body({ writeId: "w-2" }), { headers: { "If-Match": `"${rev}"` } });
+    expect(replaced.body).toMatchObject({ writeId: "w-2" });
+    const stale = await call("PUT", path(name), body({ writeId: "w-3" }), { headers: { "If-Match": `"${rev}"` } });
+    expectProblem(stale, 412, "precondition-failed");
+    expect(stale.body.lease).toMatchObject({ writeId: "w-2", revision: replaced.body.revision });
+    expectProblem(
+      await call("PUT", path(name), body({ acquiredAt: Date.now() + 3_600_000 }), {
+        headers: { "If-Match": `"${replaced.body.revision}"` },
+      }),
+      400,
+      "validation",
+    );
+  });
+});
+
+describe("errors", () => {
+  const name = "errors/one";
+  it.each([
+    [
+      "a bad name",
+      () => call("POST", "/v1/leases/Bad%20Name/acquire", { holder: "a", leaseMs: 1000 }),
+      400,
+      "validation",
+    ],
+    ["an unknown field", () => acquire(name, "a", { extra: 1 }), 400, "validation"],
+    ["a missing field", () => call("POST", path(name, "/acquire"), { holder: "a" }), 400, "validation"],
+    ["a leaseMs out of bounds", () => acquire(name, "a", { leaseMs: 1 }), 400, "validation"],
+    ["metadata over 1 KiB", () => acquire(name, "a", { metadata: { m: "x".repeat(1100) } }), 400, "validation"],
+    ["broken JSON", () => call("POST", path(name, "/acquire"), undefined, { raw: "{nope" }), 400, "validation"],
+    ["a JSON array", () => call("POST", path(name, "/acquire"), [1, 2]), 400, "validation"],
+    ["a body over the limit", () => acquire(name, "a", { pad: "x".repeat(5000) }), 413, "payload-too-large"],
+    [
+      "a wrong content type",
+      () => call("POST", path(name, "/acquire"), undefined, { headers: { "Content-Type": "text/plain" } }),
+      415,
+      "unsupported-media-type",
+    ],
+    [
+      "no content type",
+      () =>
+        fetch(`${api.url}${path(name, "/acquire")}`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${TOKENS.admin}` },
+          body: new Uint8Array([123, 125]),
+        }).then(async (r) => ({
+          status: r.status,
+          type: r.headers.get("content-type") ?? "",
+          headers: r.headers,
+          body: await r.json(),
+        })),
+      415,
+      "unsupported-media-type",
+    ],
+    ["an unknown route", () => call("GET", "/v2/nothing"), 404, "not-found"],
+    ["an unencoded name", () => call("GET", "/v1/leases/a/b/c"), 404, "not-found"],
+  ])("%s", async (_what, request, status, kind) => {
+    const r = await request();
+    expectProblem(r as Awaited<ReturnType<typeof call>>, status as number, kind as string);
+  });
+
+  it("validation problems name each failing field", async () => {
+    const r = await acquire(name, "", { leaseMs: "soon", surprise: true });
+    expect(r.body.errors).toEqual(
+      expect.arrayContaining([
+        { path: "holder", message: "expected a non-empty string" },
+        { path: "leaseMs", message: "expected a number of milliseconds" },
+        { path: "surprise", message: "unknown field" },
+      ]),
+    );
+    expectProblem(await call("GET", path(name)), 404, "not-found"); // nothing was written
+  });
+
+  it("an ambiguous store failure is 503 with Retry-After", async () => {
+    const failing: LeaseStore = {
+      get: async () => null,
+      put: async () => {
+        throw new LeaseStoreError("injected timeout", { ambiguous: true });
+      },
+    };
+    const local = await startApi({ store: failing });
+    try {
+      const r = await fetch(`${local.url}${path("x", "/acquire")}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ holder: "a", leaseMs: 1000 }),
+      });
+      expect(r.status).toBe(503);
+      expect(r.headers.get("retry-after")).toBe("1");
+      expect(r.headers.get("content-type")).toBe("application/problem+json");
+      expect((await r.json()).detail).toContain("injected timeout");
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe("auth", () => {
+  it("401 without or with an unknown token, with WWW-Authenticate", async () => {
+    const none = await call("GET", path("adapters/x"), undefined, { token: null });
+    expectProblem(none, 401, "unauthorized");
+    expect(none.headers.get("www-authenticate")).toContain("Bearer");
+    expectProblem(
+      await call("GET", path("adapters/x"), undefined, { token: "not-a-real-token-at-all" }),
+      401,
+      "unauthorized",
+    );
+    expectProblem(
+      await call("GET", path("adapters/x"), undefined, { headers: { Authorization: "Basic abc" }, token: null }),
+      401,
+      "unauthorized",
+    );
+  });
+
+  it("403 outside the token's verbs or prefixes; allowed inside", async () => {
+    const name = uniqueName();
+    expectProblem(await acquire(name, "a", {}, TOKENS.reader), 403, "forbidden");
+    expectProblem(await acquire(name, "a", {}, TOKENS.adapters), 403, "forbidden");
+    expectProblem(
+      await call("GET", `/v1/leases?prefix=jobs/`, undefined, { token: TOKENS.adapters }),
+      403,
+      "forbidden",
+    );
+    const inside = `adapters/${name}`;
+    expect((await acquire(inside, "a", {}, TOKENS.adapters)).status).toBe(200);
+    expect((await call("GET", path(inside), undefined, { token: TOKENS.reader })).status).toBe(200);
+    expect((await call("GET", `/v1/leases?prefix=adapters/`, undefined, { token: TOKENS.adapters })).status).toBe(200);
+  });
+
+  it("refuses to serve beyond loopback without tokens", async () => {
+    await expect(startApi({ host: "0.0.0.0", tokens: [] })).rejects.toThrow(
+      /refusing to serve on 0.0.0.0 without tokens/,
+    );
+  });
+
+  it("the token never appears in responses or metrics", async () => {
+    await call("GET", path("adapters/x"), undefined, { token: "wrong-token-value-1234567890" });
+    const metrics = await call("GET", "/metrics");
+    expect(String(metrics.body)).not.toContain("token-value");
+    expect(String(metrics.body)).not.toContain(TOKENS.admin);
+  });
+});
+
+describe("watch (Server-Sent Events)", () => {
+  it("sends the current state first, then each change, including a release made through another request", async () => {
+    const name = uniqueName("watch");
+    const a = await acquire(name, "alice");
+    const client = new LeaseholdClient({ baseUrl: api.url, token: TOKENS.admin });
+    const stop = new AbortController();
+    const events: Array<{ holder: string | null | undefined; free: boolean }> = [];
+    const seen = (async () => {
+      for await (const e of client.watch(name, stop.signal)) {
+        events.push({ holder: e.lease?.holder, free: e.free });
+        if (events.length === 3) stop.abort();
+      }
+    })().catch(() => undefined);
+    await waitFor(() => events.length >= 1);
+    await call("POST", path(name, "/release"), { holder: "alice", term: a.body.lease.term });
+    await waitFor(() => events.length >= 2);
+    await acquire(name, "bob");
+    await seen;
+    expect(events).toEqual([
+      { holder: "alice", free: false },
+      { holder: null, free: true },
+      { holder: "bob", free: false },
+    ]);
+  });
+
+  it("sees writes made by another API instance on the same store (poll)", async () => {
+    const shared = new MemoryStore();
+    const one = await startApi({ store: shared, watchPollMs: 50 });
+    const two = await startApi({ store: shared, watchPollMs: 50 });
+    try {
+      const name = uniqueName("multi");
+      const stop = new AbortController();
+      const holders: Array<string | null | undefined> = [];
+      const watching = (async () => {
+        for await (const e of new LeaseholdClient({ baseUrl: one.url, token: TOKENS.admin }).watch(name, stop.signal)) {
+          holders.push(e.lease?.holder ?? null);
+          if (holders.length === 2) stop.abort();
+        }
+      })().catch(() => undefined);
+      await waitFor(() => holders.length >= 1);
+      await new LeaseholdClient({ baseUrl: two.url, token: TOKENS.admin }).acquire(name, {
+        holder: "elsewhere",
+        leaseMs: 5000,
+      });
+      await watching;
+      expect(holders).toEqual([null, "elsewhere"]);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});
+
+describe("service routes", () => {
+  it("/healthz, /metrics, /openapi.json", async () => {
+    expect((await call("GET", "/healthz", undefined, { token: null })).body).toEqual({ ok: true });
+    await acquire(uniqueName(), "m");
+    const metrics = String((await call("GET", "/metrics")).body);
+    expect(metrics).toMatch(
+      /leasehold_http_requests_total\{route="\/v1\/leases\/:name\/acquire",method="POST",status="200"\} \d+/,
+    );
+    expect(metrics).toMatch(/leasehold_store_call_duration_seconds_count\{op="put"\} \d+/);
+    expect(metrics).toContain("# TYPE leasehold_cas_conflicts_total counter");
+    const doc = (await call("GET", "/openapi.json")).body;
+    expect(doc.openapi).toBe("3.1.0");
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        "/v1/leases/{name}/acquire",
+        "/v1/leases/{name}/renew",
+        "/v1/leases/{name}/release",
+        "/v1/leases/{name}",
+        "/v1/leases",
+      ]),
+    );
+    expect(doc.components.schemas.AcquireRequest.required).toEqual(["holder", "leaseMs"]);
+  });
+});
+
+async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

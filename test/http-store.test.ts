@@ -1,0 +1,87 @@
+/** The HTTP store against the real API server: the same store and elector contracts as every backend. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Elector } from "../src/elector.js";
+import { HttpStore } from "../src/stores/http.js";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { describeElectorContract } from "./conformance/elector-contract.js";
+import { describeStoreContract, uniqueName } from "./conformance/store-contract.js";
+import { startApi, TOKENS } from "./support/api-server.js";
+
+let api: Awaited<ReturnType<typeof startApi>>;
+beforeAll(async () => {
+  api = await startApi({ store: new SqliteStore({ path: ":memory:" }), watchPollMs: 50 });
+});
+afterAll(async () => {
+  await api.close();
+  await api.store.close?.();
+});
+
+const create = async () => ({ store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) });
+const stamps = "the API server stamps renewedAt with its own clock";
+describeStoreContract("http", { create, conflictCarriesCurrent: true, stampsRenewedAt: stamps });
+describeElectorContract("http", create, { stampsRenewedAt: stamps });
+
+describe("http store: push", () => {
+  it("a follower hears of a release through the watch stream, long before its next poll", async () => {
+    const name = uniqueName("push");
+    const common = { name, leaseMs: 120_000, renewMs: 30_000, retryMs: 60_000, jitter: 0 };
+    const a = new Elector({
+      ...common,
+      store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }),
+      identity: "a",
+    });
+    const b = new Elector({
+      ...common,
+      store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }),
+      identity: "b",
+    });
+    const aElected = new Promise((resolve) => a.on("elected", resolve));
+    a.start();
+    await aElected;
+    const bElected = new Promise<{ term: number }>((resolve) => b.on("elected", resolve));
+    b.start();
+    // b has read the lease (held by a); its next poll is 60 s away.
+    await new Promise<void>((resolve) => {
+      const check = () => (b.current.holder === "a" ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    const releasedAt = performance.now();
+    await a.stop();
+    const won = await Promise.race([bElected, new Promise((r) => setTimeout(() => r("timeout"), 20_000))]);
+    expect(won).toEqual(expect.objectContaining({ term: 2 }));
+    expect(performance.now() - releasedAt).toBeLessThan(60_000);
+    await b.stop();
+  });
+
+  it("refused writes are not ambiguous: a read-only token gets a clear, non-ambiguous error", async () => {
+    const store = new HttpStore({ baseUrl: api.url, token: TOKENS.reader });
+    const error = await store
+      .put(
+        {
+          name: uniqueName(),
+          holder: "x",
+          term: 1,
+          leaseMs: 1000,
+          acquiredAt: 0,
+          renewedAt: 0,
+          metadata: {},
+          writeId: "w1",
+        },
+        null,
+      )
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "LeaseStoreError", ambiguous: false });
+    expect((error as Error).message).toContain("403");
+  });
+
+  it("an unreachable API makes writes ambiguous", async () => {
+    const store = new HttpStore({ baseUrl: "http://127.0.0.1:9", timeoutMs: 2000 });
+    const error = await store
+      .put(
+        { name: "x", holder: "x", term: 1, leaseMs: 1000, acquiredAt: 0, renewedAt: 0, metadata: {}, writeId: "w1" },
+        null,
+      )
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "LeaseStoreError", ambiguous: true });
+  });
+});

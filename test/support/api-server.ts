@@ -1,0 +1,25 @@
+/** Starts the real Node API server on an ephemeral 127.0.0.1 port for a test file. */
+import type { TokenScope } from "../../src/api/auth.js";
+import type { LeaseStore } from "../../src/lease.js";
+import { type RunningServer, type ServeOptions, serve } from "../../src/runtime/node.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+
+export const TOKENS = {
+  admin: "admin-token-0123456789abcdef",
+  reader: "reader-token-0123456789abcdef",
+  adapters: "adapters-token-0123456789abcdef",
+} as const;
+
+export const TOKEN_SCOPES: TokenScope[] = [
+  { name: "admin", token: TOKENS.admin, prefixes: [""], verbs: ["read", "write"] },
+  { name: "reader", token: TOKENS.reader, prefixes: [""], verbs: ["read"] },
+  { name: "adapters", token: TOKENS.adapters, prefixes: ["adapters/"], verbs: ["read", "write"] },
+];
+
+export async function startApi(
+  options: Partial<ServeOptions> & { store?: LeaseStore } = {},
+): Promise<RunningServer & { store: LeaseStore }> {
+  const store = options.store ?? new MemoryStore();
+  const server = await serve({ port: 0, host: "127.0.0.1", tokens: TOKEN_SCOPES, ...options, store });
+  return { ...server, store };
+}
