@@ -1,0 +1,261 @@
+/**
+ * Network and store faults for the chaos scenarios. One `Network` per scenario sits between every
+ * candidate and the one real store (memory or SQLite); each candidate talks to it through its own
+ * `ChaosStore`, whose answers reach the candidate only through its process gate (process.ts).
+ *
+ * Per request, drawn from the scenario's seeded PRNG:
+ * - latency on the true clock each way, with a tail (long enough to outlive the caller's timeout,
+ *   so the write lands after its sender gave up on it);
+ * - a lost request (hangs, never applied), an error before apply (plain or ambiguous), an error
+ *   after apply (ambiguous: it did apply), a lost response (applied, then hangs);
+ * - reordering: a put is held back and applied right after a later put from another candidate
+ *   reaches the store (or after a bounded hold).
+ */
+import type { ManualClock } from "../../src/clock.js";
+import {
+  type CallOptions,
+  type LeaseRecord,
+  type LeaseStore,
+  LeaseStoreError,
+  type Revision,
+  type Stored,
+} from "../../src/lease.js";
+import type { Prng } from "./prng.js";
+import type { SimProcess } from "./process.js";
+
+/** Probability of each fault per request, and the latency shape. */
+export interface FaultProfile {
+  /** Upper bound of the ordinary one-way latency (uniform from 0). */
+  baseLatencyMs: number;
+  tailP: number;
+  tailMs: [number, number];
+  lostRequestP: number;
+  failBeforeP: number;
+  ambiguousBeforeP: number;
+  failAfterP: number;
+  lostResponseP: number;
+  reorderP: number;
+  /** Longest a reordered put waits for another candidate's put before it is applied anyway. */
+  maxHoldMs: number;
+  getFailP: number;
+  getHangP: number;
+  /** Expose the backend's push capability (memory only), itself delayed and gated. */
+  watch: boolean;
+}
+
+export const NO_FAULTS: FaultProfile = {
+  baseLatencyMs: 0,
+  tailP: 0,
+  tailMs: [0, 0],
+  lostRequestP: 0,
+  failBeforeP: 0,
+  ambiguousBeforeP: 0,
+  failAfterP: 0,
+  lostResponseP: 0,
+  reorderP: 0,
+  maxHoldMs: 0,
+  getFailP: 0,
+  getHangP: 0,
+  watch: false,
+};
+
+export type NetworkFault =
+  | "tail-latency"
+  | "lost-request"
+  | "fail-before"
+  | "ambiguous-before"
+  | "fail-after"
+  | "lost-response"
+  | "reorder"
+  | "get-fail"
+  | "get-hang";
+
+type PutFault = Exclude<NetworkFault, "tail-latency" | "get-fail" | "get-hang"> | "none";
+
+/** A put the store applied, in the order it applied them: the ground truth for "one holder per term". */
+export interface AppliedPut {
+  at: number;
+  /** The candidate instance that sent it. */
+  sender: string;
+  holder: string | null;
+  term: number;
+}
+
+interface Held {
+  sender: string;
+  release: () => void;
+}
+
+const never = <T>() => new Promise<T>(() => undefined);
+
+export class Network {
+  readonly faults = new Map<string, number>();
+  readonly applied: AppliedPut[] = [];
+  private held: Held[] = [];
+
+  constructor(
+    readonly clock: ManualClock,
+    private readonly rng: Prng,
+    readonly profile: FaultProfile,
+  ) {}
+
+  count(kind: string): void {
+    this.faults.set(kind, (this.faults.get(kind) ?? 0) + 1);
+  }
+
+  /** One-way trip on the true clock: a sender's pause does not stop its packets. */
+  async travel(): Promise<void> {
+    const p = this.profile;
+    let ms = this.rng.between(0, p.baseLatencyMs);
+    if (this.rng.chance(p.tailP)) {
+      this.count("tail-latency");
+      ms += this.rng.between(p.tailMs[0], p.tailMs[1]);
+    }
+    if (ms > 0) await this.clock.sleep(ms);
+  }
+
+  drawPutFault(): PutFault {
+    const p = this.profile;
+    const draws: Array<[PutFault, number]> = [
+      ["lost-request", p.lostRequestP],
+      ["fail-before", p.failBeforeP],
+      ["ambiguous-before", p.ambiguousBeforeP],
+      ["fail-after", p.failAfterP],
+      ["lost-response", p.lostResponseP],
+      ["reorder", p.reorderP],
+    ];
+    let u = this.rng.next();
+    for (const [fault, probability] of draws) {
+      if (u < probability) {
+        this.count(fault);
+        return fault;
+      }
+      u -= probability;
+    }
+    return "none";
+  }
+
+  drawGetFault(): "get-fail" | "get-hang" | "none" {
+    const u = this.rng.next();
+    const fault =
+      u < this.profile.getFailP ? "get-fail" : u < this.profile.getFailP + this.profile.getHangP ? "get-hang" : "none";
+    if (fault !== "none") this.count(fault);
+    return fault;
+  }
+
+  /** Holds a put until a put from another sender has reached the store, or `maxHoldMs` passed. */
+  async hold(sender: string): Promise<void> {
+    const timeout = new AbortController();
+    await new Promise<void>((resolve) => {
+      const entry: Held = { sender, release: resolve };
+      this.held.push(entry);
+      void this.clock.sleep(this.profile.maxHoldMs, timeout.signal).then(() => {
+        this.held = this.held.filter((h) => h !== entry);
+        resolve();
+      });
+    });
+    timeout.abort();
+  }
+
+  /** A put reaches the store: apply it, log it, then let puts held back behind it through. */
+  async arrive(sender: string, put: () => Promise<Stored>): Promise<Stored> {
+    try {
+      const stored = await put();
+      this.applied.push({
+        at: this.clock.now(),
+        sender,
+        holder: stored.record.holder,
+        term: stored.record.term,
+      });
+      return stored;
+    } finally {
+      const overtaken = this.held.filter((h) => h.sender !== sender);
+      this.held = this.held.filter((h) => h.sender === sender);
+      for (const h of overtaken) h.release();
+    }
+  }
+}
+
+/** One candidate's connection to the shared store, through the network and its process gate. */
+export class ChaosStore implements LeaseStore {
+  readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
+
+  constructor(
+    private readonly inner: LeaseStore,
+    private readonly network: Network,
+    private readonly process: SimProcess,
+  ) {
+    const innerWatch = inner.watch?.bind(inner);
+    if (network.profile.watch && innerWatch)
+      this.watch = (name, signal) => this.pushed(innerWatch(name, signal), signal);
+  }
+
+  get(name: string, options?: CallOptions): Promise<Stored | null> {
+    return this.answer(options, this.getFlow(name));
+  }
+
+  put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    return this.answer(options, this.putFlow(next, expected));
+  }
+
+  private async getFlow(name: string): Promise<Stored | null> {
+    const fault = this.network.drawGetFault();
+    await this.network.travel();
+    if (fault === "get-hang") return never();
+    if (fault === "get-fail") throw new LeaseStoreError("chaos: read failed (503)", { ambiguous: false });
+    const stored = await this.inner.get(name);
+    await this.network.travel();
+    return stored;
+  }
+
+  private async putFlow(next: LeaseRecord, expected: Revision | null): Promise<Stored> {
+    const fault = this.network.drawPutFault();
+    const sender = this.process.label;
+    await this.network.travel();
+    if (fault === "lost-request") return never();
+    if (fault === "fail-before") throw new LeaseStoreError("chaos: rejected before apply (400)", { ambiguous: false });
+    if (fault === "ambiguous-before") {
+      throw new LeaseStoreError("chaos: timed out before the store saw it", { ambiguous: true });
+    }
+    if (fault === "reorder") await this.network.hold(sender);
+    const stored = await this.network.arrive(sender, () => this.inner.put(next, expected));
+    if (fault === "lost-response") return never();
+    await this.network.travel();
+    if (fault === "fail-after") throw new LeaseStoreError("chaos: response lost after apply", { ambiguous: true });
+    return stored;
+  }
+
+  /**
+   * Hands the flow's outcome to the candidate through its gate. An abort (the caller's timeout)
+   * answers at once but does not recall the request: it may still land.
+   */
+  private answer<T>(options: CallOptions | undefined, flow: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const once = (settle: () => void) => () => {
+        if (settled) return;
+        settled = true;
+        settle();
+      };
+      const signal = options?.signal;
+      const aborted = () =>
+        this.process.deliver(once(() => reject(new LeaseStoreError("chaos: call aborted", { ambiguous: true }))));
+      if (signal?.aborted) return aborted();
+      signal?.addEventListener("abort", aborted, { once: true });
+      flow.then(
+        (value) => this.process.deliver(once(() => resolve(value))),
+        (error: unknown) => this.process.deliver(once(() => reject(error))),
+      );
+    });
+  }
+
+  /** Pushed changes travel like answers: late, and not while the process is paused. */
+  private async *pushed(source: AsyncIterable<Stored | null>, signal: AbortSignal): AsyncIterable<Stored | null> {
+    for await (const stored of source) {
+      await this.network.travel();
+      await new Promise<void>((resolve) => this.process.deliver(resolve));
+      if (signal.aborted) return;
+      yield stored;
+    }
+  }
+}

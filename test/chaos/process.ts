@@ -1,0 +1,103 @@
+/**
+ * Process faults on the manual clock. Every candidate runs as a `SimProcess`: its own view of
+ * time (`ProcessClock`) and a gate through which everything that would wake its code passes
+ * (timers, store responses, pushed changes).
+ *
+ * - Paused (a long GC pause, SIGSTOP): nothing is delivered, so its timers do not fire and its
+ *   calls do not proceed. Monotonic time keeps running, as it does for a real paused process:
+ *   on resume every overdue wake-up is delivered in the order it became due, late. Requests it
+ *   sent before the pause are not paused: the network and the store carry on, so an in-flight
+ *   write can land while its sender is frozen.
+ * - Crashed: paused forever, without a release. What it already sent still lands.
+ * - Skewed: `wallNow()` is offset from true time by a fixed amount (bounded by maxSkewMs).
+ */
+import type { Clock, ManualClock } from "../../src/clock.js";
+
+interface Wakeup {
+  at: number;
+  deliver: () => void;
+}
+
+export type ProcessState = "running" | "paused" | "crashed";
+
+export class SimProcess {
+  private state: ProcessState = "running";
+  private readonly queue: Wakeup[] = [];
+  readonly clock: ProcessClock;
+
+  constructor(
+    readonly label: string,
+    private readonly trueClock: ManualClock,
+    wallOffsetMs: number,
+    /** Lets the code woken by one delivery run to quiescence before the next (the clock's idle hook). */
+    private readonly settle: () => Promise<void>,
+  ) {
+    this.clock = new ProcessClock(trueClock, this, wallOffsetMs);
+  }
+
+  get current(): ProcessState {
+    return this.state;
+  }
+
+  /**
+   * Runs `wake` now if the process is running, later (in arrival order) if paused, never if
+   * crashed. Deliveries queue behind older ones still being replayed after a pause.
+   */
+  deliver(wake: () => void): void {
+    if (this.state === "crashed") return;
+    if (this.state === "paused" || this.queue.length > 0) {
+      this.queue.push({ at: this.trueClock.now(), deliver: wake });
+      return;
+    }
+    wake();
+  }
+
+  pause(): void {
+    if (this.state === "running") this.state = "paused";
+  }
+
+  crash(): void {
+    this.state = "crashed";
+    this.queue.length = 0;
+  }
+
+  /** Ends a pause: delivers every wake-up that came due meanwhile, oldest first, settling after each. */
+  async resume(): Promise<void> {
+    if (this.state !== "paused") return;
+    this.state = "running";
+    for (let next = this.queue[0]; next && this.state === "running"; next = this.queue[0]) {
+      next.deliver();
+      this.queue.shift();
+      await this.settle();
+    }
+  }
+
+  /** How many wake-ups are waiting for a resume. */
+  get backlog(): number {
+    return this.queue.length;
+  }
+}
+
+/** One process's clock: true monotonic time, an offset wall clock, and timers that pass the gate. */
+export class ProcessClock implements Clock {
+  constructor(
+    private readonly trueClock: ManualClock,
+    private readonly process: SimProcess,
+    readonly wallOffsetMs: number,
+  ) {}
+
+  now(): number {
+    return this.trueClock.now();
+  }
+
+  wallNow(): number {
+    return this.trueClock.wallNow() + this.wallOffsetMs;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      // An abort comes from the process's own (running) code, or from a stop at the end of a run.
+      void this.trueClock.sleep(ms, signal).then(() => this.process.deliver(resolve));
+    });
+  }
+}

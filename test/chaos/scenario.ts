@@ -1,0 +1,346 @@
+/**
+ * One seeded chaos scenario on the manual clock: 2-5 candidates compete for one lease through a
+ * faulty network (chaos-store.ts) while some are paused past their lease, crashed without a
+ * release, stopped gracefully and restarted; every candidate's wall clock is skewed within
+ * maxSkewMs. Leaders write to a fenced resource while they believe they lead, paused or not.
+ * Afterwards the checker (checker.ts) judges the trace. Everything derives from `seed`.
+ */
+import { ManualClock } from "../../src/clock.js";
+import { type Elector, runAsLeader } from "../../src/elector.js";
+import type { LeaseStore } from "../../src/lease.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { SqliteStore } from "../../src/stores/sqlite.js";
+import { ChaosStore, type FaultProfile, Network } from "./chaos-store.js";
+import { checkTrace, type Election, SafeWindowTracker } from "./checker.js";
+import { FencedResource } from "./fenced-resource.js";
+import { Prng } from "./prng.js";
+import { SimProcess } from "./process.js";
+
+export type Backend = "memory" | "sqlite";
+
+export interface ScenarioOptions {
+  /** Record a human-readable timeline (for replays). */
+  verbose?: boolean;
+  /**
+   * Wall-clock skew between candidates as a multiple of maxSkewMs. The default (0.5 either way, so
+   * at most 1x between any two) stays inside the bound; above 1 breaks the stated assumption, which
+   * the checker must notice (see chaos.test.ts).
+   */
+  skewFactor?: number;
+  /** Replace the fenced resource's rule with "accept everything" (checker self-test). */
+  unfenced?: boolean;
+}
+
+export interface ScenarioStats {
+  /** Injected faults by kind (network and process). */
+  faults: Record<string, number>;
+  elections: number;
+  fencedAccepted: number;
+  fencedRejected: number;
+  /** Fenced writes sent by a candidate that believed it led but was past its safe window. */
+  staleWrites: number;
+  electorErrors: number;
+  virtualMs: number;
+}
+
+export interface ScenarioResult {
+  seed: number;
+  backend: Backend;
+  summary: string;
+  violations: string[];
+  stats: ScenarioStats;
+  timeline: string[];
+}
+
+interface Timing {
+  leaseMs: number;
+  renewMs: number;
+  retryMs: number;
+  safetyMs: number;
+  maxSkewMs: number;
+  jitter: number;
+  writeEveryMs: number;
+}
+
+interface Instance {
+  label: string;
+  identity: string;
+  process: SimProcess;
+  elector: Elector | undefined;
+  stop: AbortController;
+  stopping: boolean;
+}
+
+interface Action {
+  at: number;
+  seq: number;
+  run: () => Promise<void> | void;
+}
+
+const LEASE = "chaos/lease";
+
+const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function drawTiming(rng: Prng): Timing {
+  const leaseMs = rng.pick([500, 1000, 2000]);
+  const renewMs = Math.round(leaseMs * rng.between(0.2, 0.45));
+  return {
+    leaseMs,
+    renewMs,
+    retryMs: Math.max(1, Math.round(leaseMs * rng.between(0.05, 0.2))),
+    safetyMs: Math.round(leaseMs / 10),
+    maxSkewMs: Math.round(leaseMs * rng.pick([0, 0.1, 0.5])),
+    jitter: rng.pick([0, 0.2]),
+    writeEveryMs: Math.max(1, Math.round(renewMs * rng.between(0.2, 0.6))),
+  };
+}
+
+function drawProfile(rng: Prng, t: Timing, backend: Backend): FaultProfile {
+  const some = (max: number) => (rng.chance(0.6) ? rng.between(0, max) : 0);
+  return {
+    baseLatencyMs: rng.between(0, t.leaseMs * 0.02),
+    tailP: some(0.1),
+    tailMs: [t.leaseMs * 0.05, t.leaseMs * 0.8],
+    lostRequestP: some(0.03),
+    failBeforeP: some(0.05),
+    ambiguousBeforeP: some(0.05),
+    failAfterP: some(0.05),
+    lostResponseP: some(0.03),
+    reorderP: some(0.06),
+    maxHoldMs: t.leaseMs * 1.5,
+    getFailP: some(0.05),
+    getHangP: some(0.02),
+    watch: backend === "memory" && rng.chance(0.5),
+  };
+}
+
+export async function runScenario(
+  seed: number,
+  backend: Backend,
+  options: ScenarioOptions = {},
+): Promise<ScenarioResult> {
+  const rng = new Prng(seed);
+  const t = drawTiming(rng);
+  const profile = drawProfile(rng, t, backend);
+  const slots = rng.int(2, 5);
+  const durationMs = t.leaseMs * rng.int(10, 25);
+  const timeline: string[] = [];
+  const violations: string[] = [];
+
+  const tracker = new SafeWindowTracker();
+  const instances: Instance[] = [];
+  const clock: ManualClock = new ManualClock({ idle: () => settle() });
+  const settle = async () => {
+    await immediate();
+    await immediate();
+    for (const i of instances) tracker.sample(i.label, clock.now(), belief(i));
+  };
+  const log = (line: string) => {
+    if (options.verbose) timeline.push(`${String(Math.round(clock.now() * 100) / 100).padStart(8)} ${line}`);
+  };
+
+  const inner: LeaseStore = backend === "memory" ? new MemoryStore() : new SqliteStore({ path: ":memory:" });
+  const network = new Network(clock, rng.fork(), profile);
+  const resource = new FencedResource();
+  if (options.unfenced) resource.land = unfencedLand(resource);
+  const elections: Election[] = [];
+  let staleWrites = 0;
+  let electorErrors = 0;
+  let generation = 0;
+
+  const skew = options.skewFactor ?? 0.5;
+  const wallOffsets = Array.from({ length: slots }, () => Math.round(rng.between(-skew, skew) * t.maxSkewMs));
+  for (const offset of wallOffsets) if (offset !== 0) network.count("wall-skew");
+
+  function belief(i: Instance): { term: number; until: number } | undefined {
+    const e = i.elector;
+    if (!e) return undefined;
+    const state = e.current;
+    const signal = e.signal;
+    if (!state.isLeader || !signal || signal.aborted || state.leaderUntil === undefined) return undefined;
+    return { term: state.term, until: state.leaderUntil };
+  }
+
+  function spawn(slot: number): Instance {
+    const identity = `c${slot}`;
+    const label = `${identity}#${generation++}`;
+    const process = new SimProcess(label, clock, wallOffsets[slot] ?? 0, settle);
+    const instance: Instance = {
+      label,
+      identity,
+      process,
+      elector: undefined,
+      stop: new AbortController(),
+      stopping: false,
+    };
+    instances.push(instance);
+    const random = rng.fork();
+    const store = new ChaosStore(inner, network, process);
+    log(`${label} starts (wall offset ${wallOffsets[slot]} ms)`);
+    runAsLeader(
+      {
+        store,
+        name: LEASE,
+        identity,
+        leaseMs: t.leaseMs,
+        renewMs: t.renewMs,
+        retryMs: t.retryMs,
+        safetyMs: t.safetyMs,
+        maxSkewMs: t.maxSkewMs,
+        jitter: t.jitter,
+        clock: process.clock,
+        random: () => random.next(),
+        signal: instance.stop.signal,
+        onElector: (elector) => {
+          instance.elector = elector;
+          elector.on("elected", ({ term }) => {
+            elections.push({ candidate: label, identity, term, at: clock.now() });
+            log(`${label} elected term ${term} until ${elector.current.leaderUntil}`);
+          });
+          elector.on("deposed", ({ term, reason }) => log(`${label} deposed term ${term}: ${reason}`));
+          elector.on("error", ({ during, error }) => {
+            electorErrors++;
+            log(`${label} error during ${during}: ${(error as Error).message}`);
+          });
+        },
+      },
+      async ({ term, signal }) => {
+        // A leader's work: write with its fencing token every so often, checking only its signal,
+        // as an application would. A paused leader wakes with the signal not yet aborted and writes.
+        while (!signal.aborted) {
+          await process.clock.sleep(t.writeEveryMs, signal);
+          if (signal.aborted) return;
+          const sentAt = clock.now();
+          const until = instance.elector?.current.leaderUntil;
+          if (until === undefined || sentAt >= until) staleWrites++;
+          void network.travel().then(() => {
+            const accepted = resource.land(label, term, sentAt, clock.now());
+            if (!accepted) log(`resource rejects term ${term} from ${label} (sent at ${sentAt})`);
+          });
+        }
+      },
+    ).catch((error: unknown) => violations.push(`harness: ${label} runAsLeader failed: ${String(error)}`));
+    return instance;
+  }
+
+  // ---- the schedule of process faults ----
+  const actions: Action[] = [];
+  let seq = 0;
+  const at = (when: number, run: Action["run"]) => actions.push({ at: when, seq: seq++, run });
+  const current: Array<Instance | undefined> = new Array(slots).fill(undefined);
+
+  const live = () =>
+    current.filter((i): i is Instance => i !== undefined && i.process.current !== "crashed" && !i.stopping);
+  /** The current leader when `preferLeader` and there is one (the interesting victim), else anyone. */
+  const victim = (preferLeader: boolean): Instance | undefined => {
+    const candidates = live();
+    const leaders = candidates.filter((i) => i.elector?.current.isLeader);
+    const pool = preferLeader && leaders.length > 0 ? leaders : candidates;
+    return pool.length > 0 ? rng.pick(pool) : undefined;
+  };
+  const restartLater = (slot: number) => {
+    if (!rng.chance(0.6)) return;
+    at(clock.now() + rng.between(0, 2 * t.leaseMs), () => {
+      if (!current[slot] || current[slot].process.current === "crashed" || current[slot].stopping) {
+        network.count("restart");
+        current[slot] = spawn(slot);
+      }
+    });
+  };
+  const slotOf = (i: Instance) => current.indexOf(i);
+
+  for (let slot = 0; slot < slots; slot++) {
+    at(rng.chance(0.5) ? 0 : rng.between(0, t.leaseMs), () => {
+      current[slot] = spawn(slot);
+    });
+  }
+  for (let n = rng.int(0, 4); n > 0; n--) {
+    const preferLeader = rng.chance(0.75);
+    const forMs = t.leaseMs * rng.between(0.5, 3);
+    at(rng.between(0, durationMs * 0.8), () => {
+      const target = victim(preferLeader);
+      if (target?.process.current !== "running") return;
+      network.count("pause");
+      log(`${target.label} paused for ${Math.round(forMs)} ms (backlog replays on resume)`);
+      target.process.pause();
+      at(clock.now() + forMs, async () => {
+        log(`${target.label} resumes with ${target.process.backlog} late wake-ups`);
+        await target.process.resume();
+      });
+    });
+  }
+  for (let n = rng.int(0, 2); n > 0; n--) {
+    const preferLeader = rng.chance(0.6);
+    at(rng.between(0, durationMs * 0.8), () => {
+      const target = victim(preferLeader);
+      if (!target) return;
+      network.count("crash");
+      log(`${target.label} crashes (no release)`);
+      target.process.crash();
+      restartLater(slotOf(target));
+    });
+  }
+  for (let n = rng.int(0, 1); n > 0; n--) {
+    const preferLeader = rng.chance(0.6);
+    at(rng.between(0, durationMs * 0.8), () => {
+      const target = victim(preferLeader);
+      if (!target) return;
+      network.count("graceful-stop");
+      log(`${target.label} stops gracefully`);
+      target.stopping = true;
+      // The stop request is the process's own code: it runs when the process does.
+      target.process.deliver(() => target.stop.abort());
+      restartLater(slotOf(target));
+    });
+  }
+
+  // ---- run ----
+  for (;;) {
+    actions.sort((a, b) => a.at - b.at || a.seq - b.seq);
+    const next = actions[0];
+    if (!next || next.at > durationMs) break;
+    actions.shift();
+    await clock.advanceTo(next.at);
+    await next.run();
+    await settle();
+  }
+  await clock.advanceTo(durationMs);
+  tracker.closeAll(clock.now());
+  // Freeze everyone: nothing of this scenario runs on after it has been judged.
+  for (const i of instances) i.process.crash();
+
+  violations.push(
+    ...checkTrace({ elections, windows: tracker.windows, storeWrites: network.applied, fenced: resource.writes }),
+  );
+  const final = await inner.get(LEASE);
+  const maxElected = Math.max(0, ...elections.map((e) => e.term));
+  if ((final?.record.term ?? 0) < maxElected) {
+    violations.push(`store term ${final?.record.term} is below the highest elected term ${maxElected}`);
+  }
+  await inner.close?.();
+
+  return {
+    seed,
+    backend,
+    summary: `${slots} candidates, lease ${t.leaseMs} ms, renew ${t.renewMs}, retry ${t.retryMs}, safety ${t.safetyMs}, maxSkew ${t.maxSkewMs}, ${durationMs} ms, watch ${profile.watch}`,
+    violations,
+    stats: {
+      faults: Object.fromEntries(network.faults),
+      elections: elections.length,
+      fencedAccepted: resource.accepted,
+      fencedRejected: resource.rejected,
+      staleWrites,
+      electorErrors,
+      virtualMs: durationMs,
+    },
+    timeline,
+  };
+}
+
+/** A broken resource for the checker's self-test: it takes every write. */
+function unfencedLand(resource: FencedResource): FencedResource["land"] {
+  return (writer, term, sentAt, landedAt) => {
+    resource.writes.push({ writer, term, sentAt, landedAt, accepted: true });
+    return true;
+  };
+}
