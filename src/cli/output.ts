@@ -1,0 +1,100 @@
+/**
+ * What the CLI prints: results on stdout (a table, or JSON with --json), everything else
+ * (progress, waiting, errors) on stderr as single lines prefixed "leasehold:", so a script can
+ * pipe stdout without filtering.
+ */
+import type { LeaseRecord, Stored } from "../lease.js";
+
+/** Where a command writes; the entry passes the process streams, tests may pass buffers. */
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  /** One result line (stdout). */
+  out(line: string): void;
+  /** One progress or error line (stderr); the "leasehold: " prefix is added here. */
+  say(line: string): void;
+}
+
+/** Exit codes shared by every command (docs/cli.md). */
+export const EXIT_RUNTIME = 1;
+export const EXIT_USAGE = 2;
+/** EX_TEMPFAIL (sysexits.h): leadership was lost; a supervisor should start the wrapper again. */
+export const EXIT_LOST = 75;
+/** As in shells: the command could not be executed / was not found. */
+export const EXIT_CANNOT_EXECUTE = 126;
+export const EXIT_NOT_FOUND = 127;
+
+/** 850ms, 12.3s, 4m05s, 2h03m, 3d04h: short enough for a table column. */
+export function formatDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(abs)}ms`;
+  if (abs < 60_000) return `${(abs / 1000).toFixed(1)}s`;
+  const s = Math.floor(abs / 1000);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
+}
+
+export type LeaseState = "held" | "expired" | "released";
+
+/**
+ * A record as an operator reads it. Expiry is judged from the writer's `renewedAt` against this
+ * machine's wall clock: informational only (electors decide by their own monotonic clocks).
+ */
+export interface LeaseView {
+  name: string;
+  holder: string | null;
+  term: number;
+  state: LeaseState;
+  /** Wall-clock ms at which the lease runs out without a renewal; null once released. */
+  expiresAt: number | null;
+  /** `expiresAt - now`: negative once expired; null once released. */
+  expiresInMs: number | null;
+  leaseMs: number;
+  acquiredAt: number;
+  renewedAt: number;
+  metadata: Record<string, string>;
+  revision: string;
+}
+
+export function viewOf(stored: Stored, now: number): LeaseView {
+  const r: LeaseRecord = stored.record;
+  const expiresAt = r.holder === null ? null : r.renewedAt + r.leaseMs;
+  const expiresInMs = expiresAt === null ? null : expiresAt - now;
+  return {
+    name: r.name,
+    holder: r.holder,
+    term: r.term,
+    state: expiresInMs === null ? "released" : expiresInMs > 0 ? "held" : "expired",
+    expiresAt,
+    expiresInMs,
+    leaseMs: r.leaseMs,
+    acquiredAt: r.acquiredAt,
+    renewedAt: r.renewedAt,
+    metadata: r.metadata,
+    revision: stored.revision,
+  };
+}
+
+/** "12.3s", "expired 4.1s ago" or "released". */
+export function describeExpiry(view: LeaseView): string {
+  if (view.expiresInMs === null) return "released";
+  if (view.expiresInMs > 0) return formatDuration(view.expiresInMs);
+  return `expired ${formatDuration(view.expiresInMs)} ago`;
+}
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function formatTable(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

@@ -1,0 +1,165 @@
+/**
+ * The `leasehold` command line (commander): run, status, watch, release, serve. `runCli` parses
+ * `argv`, runs one command and returns the exit code: the command's own (run), 0 on success,
+ * 2 for usage errors (unknown flags, bad values, bad store URL, bad names), 1 for runtime errors.
+ * Errors are one line on stderr.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { LeaseValidationError } from "../errors.js";
+import { STORE_URL_FORMS } from "../open-store.js";
+import { type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
+import { releaseCommand } from "./release.js";
+import { runCommand } from "./run.js";
+import { serveCommand } from "./serve.js";
+import { statusCommand } from "./status.js";
+import { watchCommand } from "./watch.js";
+
+export const DEFAULT_STORE = "sqlite:./data/leasehold.db";
+
+function wholeNumber(what: string, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) > max) {
+      throw new InvalidArgumentError(`expected ${what}, got ${JSON.stringify(value)}`);
+    }
+    return Number(value);
+  };
+}
+const ms = wholeNumber("a whole number of milliseconds");
+
+function storeOption(): Option {
+  return new Option(
+    "--store <url>",
+    `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE or ${DEFAULT_STORE})`,
+  );
+}
+
+function storeOf(io: CliIo, given: string | undefined): string {
+  return given ?? (io.env.LEASEHOLD_STORE || DEFAULT_STORE);
+}
+
+export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+  const program = new Command("leasehold")
+    .description("Leader election on compare-and-swap leases")
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({
+      writeErr: (text) => process.stderr.write(text),
+      outputError: (text, write) => write(`leasehold: ${text.replace(/^error: /, "")}`),
+    });
+
+  program
+    .command("run")
+    .description("campaign for a lease and run a command while leader (stderr: progress; exit: the command's status)")
+    .requiredOption("--lease <name>", "lease name")
+    .addOption(storeOption())
+    .option("--identity <id>", "this candidate's identity (default: HOSTNAME-PID)")
+    .option("--lease-ms <ms>", "lease duration (default 15000)", ms)
+    .option("--renew-ms <ms>", "renewal interval (default lease-ms / 3)", ms)
+    .option("--retry-ms <ms>", "follower poll / retry interval (default lease-ms / 7.5)", ms)
+    .option("--grace-ms <ms>", "SIGTERM-to-SIGKILL delay when the command must stop (default lease-ms)", ms)
+    .option("--once", "run the command once per term: after it exits 0, hold the lease without rerunning", false)
+    .argument("<command...>", "the command and its arguments (after --)")
+    .passThroughOptions()
+    .action(async (command: string[], opts) => {
+      setExitCode(
+        await runCommand(
+          {
+            store: storeOf(io, opts.store),
+            lease: opts.lease,
+            once: opts.once === true,
+            command,
+            ...(opts.identity === undefined ? {} : { identity: opts.identity }),
+            ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
+            ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs }),
+            ...(opts.retryMs === undefined ? {} : { retryMs: opts.retryMs }),
+            ...(opts.graceMs === undefined ? {} : { graceMs: opts.graceMs }),
+          },
+          io,
+        ),
+      );
+    });
+
+  program
+    .command("status")
+    .description("list leases under a prefix: holder, term, time to expiry")
+    .argument("[prefix]", "lease name prefix", "")
+    .addOption(storeOption())
+    .option("--json", "print a JSON array", false)
+    .action(async (prefix: string, opts) => {
+      setExitCode(await statusCommand({ store: storeOf(io, opts.store), prefix, json: opts.json === true }, io));
+    });
+
+  program
+    .command("watch")
+    .description("print one line per change of a lease until interrupted")
+    .argument("<name>", "lease name")
+    .addOption(storeOption())
+    .option("--json", "print one JSON object per line", false)
+    .action(async (name: string, opts) => {
+      setExitCode(await watchCommand({ store: storeOf(io, opts.store), name, json: opts.json === true }, io));
+    });
+
+  program
+    .command("release")
+    .description("release a lease, only if it is held by HOLDER in TERM (compare-and-swap)")
+    .argument("<name>", "lease name")
+    .requiredOption("--holder <id>", "the holder expected")
+    .requiredOption("--term <n>", "the term expected", wholeNumber("a whole number"))
+    .addOption(storeOption())
+    .option("--json", "print the result as JSON", false)
+    .action(async (name: string, opts) => {
+      setExitCode(
+        await releaseCommand(
+          { store: storeOf(io, opts.store), name, holder: opts.holder, term: opts.term, json: opts.json === true },
+          io,
+        ),
+      );
+    });
+
+  program
+    .command("serve")
+    .description("serve the HTTP API (tokens from LEASEHOLD_TOKENS)")
+    .option("--host <host>", "address to bind (default: $HOST or 127.0.0.1)")
+    .option("--port <port>", "port, 0 for any free one (default: $PORT or 8787)", wholeNumber("a port 0-65535", 65535))
+    .addOption(storeOption())
+    .option("--insecure-no-auth", "serve without tokens even off loopback", false)
+    .option("--json", "print the listening address as JSON on stdout", false)
+    .action(async (opts) => {
+      const port = opts.port ?? (io.env.PORT === undefined ? 8787 : wholeNumber("PORT 0-65535", 65535)(io.env.PORT));
+      setExitCode(
+        await serveCommand(
+          {
+            store: storeOf(io, opts.store),
+            host: opts.host ?? io.env.HOST ?? "127.0.0.1",
+            port,
+            insecureNoAuth: opts.insecureNoAuth === true,
+            json: opts.json === true,
+          },
+          io,
+        ),
+      );
+    });
+
+  return program;
+}
+
+/** Runs one command line; resolves to the process exit code. Never throws. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return code;
+  } catch (error) {
+    // Commander already printed its message (or the help text asked for).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (error instanceof InvalidArgumentError) {
+      io.say(error.message);
+      return EXIT_USAGE;
+    }
+    io.say(errorMessage(error));
+    return error instanceof LeaseValidationError ? EXIT_USAGE : EXIT_RUNTIME;
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * `leasehold run --lease NAME -- CMD ARGS...`: campaign for a lease and run CMD while leader.
+ *
+ * Life of one wrapper (docs/cli.md has the user's view):
+ *   waiting   campaign; "waiting" messages on stderr.
+ *   running   elected: CMD starts with LEASEHOLD_LEASE, LEASEHOLD_TERM, LEASEHOLD_IDENTITY. The
+ *             elector keeps renewing. CMD runs under a guard (job.ts), so it dies with the wrapper.
+ *   CMD exits while leader: release the lease, exit with CMD's status. With --once and status 0:
+ *             keep holding (renewing, not rerunning) until the term ends or the wrapper is stopped.
+ *   leadership lost (renewal conflict or expiry): SIGTERM to CMD at once, SIGKILL after the grace
+ *             period; once CMD is gone, exit 75 (EX_TEMPFAIL) without campaigning again: a
+ *             supervisor restarts the wrapper, which then campaigns afresh.
+ *   SIGINT/SIGTERM to the wrapper: forwarded to CMD; the elector's graceful stop keeps renewing
+ *             until CMD has exited (trackWork), SIGKILL after the grace period, then releases so
+ *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
+ */
+import { hostname } from "node:os";
+import { Elector, type ElectorOptions } from "../elector.js";
+import { LeaseValidationError } from "../errors.js";
+import type { LeaseStore } from "../lease.js";
+import { openStore } from "../open-store.js";
+import { resolveElectorOptions } from "../options.js";
+import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode } from "./job.js";
+import { type CliIo, EXIT_LOST, errorMessage } from "./output.js";
+
+export interface RunOptions {
+  store: string;
+  lease: string;
+  identity?: string;
+  leaseMs?: number;
+  renewMs?: number;
+  retryMs?: number;
+  graceMs?: number;
+  once: boolean;
+  command: string[];
+}
+
+/** After SIGKILL, how long the elector's graceful stop still waits for CMD to be reaped. */
+const KILL_SLACK_MS = 5000;
+
+const FLAG_OF: Record<string, string> = {
+  name: "--lease",
+  identity: "--identity",
+  leaseMs: "--lease-ms",
+  renewMs: "--renew-ms",
+  retryMs: "--retry-ms",
+  graceMs: "--grace-ms",
+};
+
+/** Elector option errors named by the flag the user typed, not the library field. */
+function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { graceMs: number } {
+  const options: ElectorOptions = {
+    store,
+    name: o.lease,
+    identity: o.identity ?? `${hostname()}-${process.pid}`,
+    metadata: { host: hostname(), pid: String(process.pid) },
+    ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+    ...(o.renewMs === undefined ? {} : { renewMs: o.renewMs }),
+    ...(o.retryMs === undefined ? {} : { retryMs: o.retryMs }),
+    ...(o.graceMs === undefined ? {} : { graceMs: o.graceMs }),
+  };
+  try {
+    const resolved = resolveElectorOptions(options);
+    // A backend may bound how often one lease may be written (GCS: about once a second).
+    const check = (store.constructor as { checkElectorSettings?: (s: object) => void }).checkElectorSettings;
+    check?.({ leaseMs: resolved.leaseMs, renewMs: resolved.renewMs, retryMs: resolved.retryMs });
+    return { ...options, graceMs: resolved.graceMs };
+  } catch (error) {
+    if (!(error instanceof LeaseValidationError)) throw error;
+    throw new LeaseValidationError(
+      "run options",
+      error.issues.map((i) => ({ path: FLAG_OF[i.path] ?? i.path, message: i.message })),
+    );
+  }
+}
+
+export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
+  const store = await openStore(o.store, { env: io.env });
+  let options: ElectorOptions & { graceMs: number };
+  let elector: Elector;
+  try {
+    options = electorOptions(store, o);
+    elector = new Elector(options);
+  } catch (error) {
+    await store.close?.();
+    throw error;
+  }
+  const { graceMs } = options;
+  // The guard's SIGKILL after the wrapper died must land before anyone else can hold the lease:
+  // the last renewal was sent at most renewMs before death, and it is valid for leaseMs - safetyMs.
+  const orphanKillMs = Math.max(0, Math.min(graceMs, elector.leaseMs - elector.renewMs - elector.safetyMs));
+  const name = elector.name;
+  const say = io.say;
+
+  return new Promise<number>((resolve) => {
+    let job: Job | undefined;
+    /** --once: CMD succeeded in this term; hold without rerunning. */
+    let holding = false;
+    /** The wrapper was asked to stop (signal). */
+    let stopping: NodeJS.Signals | undefined;
+    /** Leadership was lost while CMD ran or while holding. */
+    let lost = false;
+    let finished = false;
+    let lastError = "";
+
+    const finish = async (code: number, release: boolean) => {
+      if (finished) return;
+      finished = true;
+      try {
+        await elector.stop({ release, graceMs: graceMs + KILL_SLACK_MS });
+      } finally {
+        for (const [signal, handler] of handlers) process.off(signal, handler);
+        await store.close?.().catch(() => undefined);
+        resolve(code);
+      }
+    };
+
+    const onJobExit = (term: number, outcome: JobOutcome) => {
+      job = undefined;
+      const code = exitCodeOf(outcome);
+      if (lost) {
+        say(`command ${describeOutcome(outcome)} after leadership was lost; exiting ${EXIT_LOST}`);
+        void finish(EXIT_LOST, false);
+      } else if (stopping) {
+        say(`command ${describeOutcome(outcome)}; releasing "${name}" (term ${term})`);
+        void finish(code, true);
+      } else if (o.once && code === 0) {
+        holding = true;
+        say(`command finished; holding "${name}" for the rest of term ${term} without rerunning (--once)`);
+      } else {
+        say(`command ${describeOutcome(outcome)}; releasing "${name}" (term ${term})`);
+        void finish(code, true);
+      }
+    };
+
+    elector.on("leader", ({ holder, term }) => {
+      if (holder === elector.identity || finished) return;
+      if (holder === null) say(`"${name}" is free (term ${term}); campaigning`);
+      else say(`waiting: "${name}" is held by ${holder} (term ${term})`);
+    });
+
+    elector.on("error", ({ error, during }) => {
+      const message = `store error during ${during}: ${errorMessage(error)}`;
+      if (message !== lastError) say(message);
+      lastError = message;
+    });
+
+    elector.on("elected", ({ term, signal }) => {
+      if (stopping || finished || lost) return; // the stop in progress releases it
+      lastError = "";
+      say(`elected leader of "${name}" (term ${term}); starting: ${o.command.join(" ")}`);
+      const started = new Job({
+        command: o.command,
+        env: {
+          ...io.env,
+          LEASEHOLD_LEASE: name,
+          LEASEHOLD_TERM: String(term),
+          LEASEHOLD_IDENTITY: elector.identity,
+        },
+        orphanKillMs,
+      });
+      job = started;
+      elector.trackWork(started.exited);
+      // Leadership ended under CMD: stop it at once. A wrapper being stopped already forwarded its signal.
+      signal.addEventListener("abort", () => {
+        if (!stopping) started.terminate(graceMs);
+      });
+      void started.exited.then((outcome) => onJobExit(term, outcome));
+    });
+
+    elector.on("deposed", ({ term, reason }) => {
+      if (finished || stopping || reason === "released" || reason === "stopped") return;
+      lost = true;
+      say(`lost leadership of "${name}" (term ${term}: ${reason === "conflict" ? "taken over or released" : reason})`);
+      // No new campaign from this wrapper: stop the elector (it is a follower now, nothing to release).
+      void elector.stop({ release: true });
+      if (job) {
+        say(`stopping the command (SIGTERM, SIGKILL after ${graceMs} ms)`);
+        job.terminate(graceMs);
+      } else {
+        void finish(EXIT_LOST, false);
+      }
+    });
+
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (finished) return;
+      if (job) {
+        job.signal(signal);
+        if (signal === "SIGHUP") return; // forwarded only: a reload, not a stop
+        if (!stopping) {
+          stopping = signal;
+          say(`${signal}: forwarded to the command; releasing "${name}" once it exits (SIGKILL after ${graceMs} ms)`);
+          job.killAfter(graceMs);
+          // Keeps renewing until CMD has exited (tracked work), then releases.
+          void elector.stop({ release: true, graceMs: graceMs + KILL_SLACK_MS });
+        }
+        return;
+      }
+      stopping = signal;
+      if (holding) {
+        say(`${signal}: releasing "${name}"`);
+        void finish(0, true);
+      } else if (lost) {
+        void finish(EXIT_LOST, false);
+      } else {
+        say(`${signal}: stopped waiting for "${name}"`);
+        void finish(signalExitCode(signal), true);
+      }
+    };
+    const handlers = (["SIGINT", "SIGTERM", "SIGHUP"] as const).map(
+      (signal) => [signal, () => onSignal(signal)] as const,
+    );
+    for (const [signal, handler] of handlers) process.on(signal, handler);
+
+    say(
+      `campaigning for "${name}" as ${elector.identity} (store ${o.store}, lease ${elector.leaseMs} ms${o.once ? ", --once" : ""})`,
+    );
+    elector.start();
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * `leasehold watch NAME`: one line per change of one lease, until SIGINT/SIGTERM. Uses the store's
+ * push (`watch`) when it has one, else reads once a second. Expiry is not a write, so no store
+ * reports it: a local timer prints "expired" when `renewedAt + leaseMs` passes on this machine's
+ * wall clock without a change (informational, like `status`).
+ */
+import type { LeaseStore, Stored } from "../lease.js";
+import { validateName } from "../lease.js";
+import { openStore } from "../open-store.js";
+import { type CliIo, describeExpiry, errorMessage, viewOf } from "./output.js";
+
+export interface WatchOptions {
+  store: string;
+  name: string;
+  json: boolean;
+  /** Poll interval for stores without push. */
+  pollMs?: number;
+}
+
+export type WatchEvent = "current" | "absent" | "created" | "acquired" | "renewed" | "released" | "expired";
+
+/** What happened between two observations of one lease; `undefined` when nothing changed. */
+export function changeOf(previous: Stored | null | undefined, next: Stored | null): WatchEvent | undefined {
+  if (previous === undefined) return next ? "current" : "absent";
+  if (next === null) return previous === null ? undefined : "absent";
+  if (previous === null) return "created";
+  if (previous.revision === next.revision) return undefined;
+  const [a, b] = [previous.record, next.record];
+  if (b.holder === null) return a.holder === null ? "renewed" : "released";
+  if (a.holder !== b.holder || a.term !== b.term) return "acquired";
+  return "renewed";
+}
+
+export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> {
+  const name = validateName(o.name);
+  const store = await openStore(o.store, { env: io.env });
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  let last: Stored | null | undefined;
+  let expiryTimer: NodeJS.Timeout | undefined;
+
+  const print = (event: WatchEvent, stored: Stored | null) => {
+    const time = new Date().toISOString();
+    if (o.json) {
+      io.out(JSON.stringify({ time, event, name, lease: stored ? viewOf(stored, Date.now()) : null }));
+      return;
+    }
+    if (!stored) {
+      io.out(`${time}  ${event.padEnd(8)}  ${name}  (no record)`);
+      return;
+    }
+    const view = viewOf(stored, Date.now());
+    const expiry =
+      view.state === "released" ? "" : `  expires ${event === "expired" ? "passed" : `in ${describeExpiry(view)}`}`;
+    io.out(`${time}  ${event.padEnd(8)}  ${name}  holder=${view.holder ?? "-"} term=${view.term}${expiry}`);
+  };
+
+  const observe = (stored: Stored | null) => {
+    const event = changeOf(last, stored);
+    if (event === undefined) return;
+    last = stored;
+    print(event, stored);
+    clearTimeout(expiryTimer);
+    const r = stored?.record;
+    if (r && r.holder !== null) {
+      const seen = stored;
+      const left = r.renewedAt + r.leaseMs - Date.now();
+      expiryTimer = setTimeout(
+        () => {
+          if (last === seen) print("expired", seen);
+        },
+        Math.max(0, left),
+      );
+    }
+  };
+
+  try {
+    while (!abort.signal.aborted) {
+      try {
+        if (store.watch) {
+          await follow(store, name, abort.signal, observe);
+          // The stream ended without being asked to (server restart): reconnect, gently.
+          await sleep(1000, abort.signal);
+        } else {
+          await poll(store, name, abort.signal, o.pollMs ?? 1000, observe);
+        }
+      } catch (error) {
+        if (abort.signal.aborted) break;
+        io.say(`store error: ${errorMessage(error)}; retrying in 1s`);
+        await sleep(1000, abort.signal);
+      }
+    }
+    return 0;
+  } finally {
+    clearTimeout(expiryTimer);
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await store.close?.();
+  }
+}
+
+async function follow(
+  store: LeaseStore,
+  name: string,
+  signal: AbortSignal,
+  observe: (s: Stored | null) => void,
+): Promise<void> {
+  for await (const stored of store.watch!(name, signal)) observe(stored);
+}
+
+async function poll(
+  store: LeaseStore,
+  name: string,
+  signal: AbortSignal,
+  everyMs: number,
+  observe: (s: Stored | null) => void,
+): Promise<void> {
+  while (!signal.aborted) {
+    observe(await store.get(name, { signal }));
+    await sleep(everyMs, signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

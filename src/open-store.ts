@@ -1,0 +1,326 @@
+/**
+ * One store URL understood everywhere (CLI, API runtimes, scripts):
+ *
+ *   sqlite:./data/leasehold.db   sqlite:/abs/path.db   sqlite::memory:
+ *   memory:
+ *   dynamodb://TABLE?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=name
+ *   gcs://BUCKET/PREFIX?endpoint=http://127.0.0.1:4443&project=my-project
+ *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
+ *
+ * `parseStoreUrl` is pure: it only describes the URL. `openStore` loads the one backend module the
+ * URL names through a computed dynamic import, so bundlers (wrangler/esbuild for Workers) do not
+ * pull Node-only stores into the core bundle. Runtime-neutral: the environment is passed in, never
+ * read from the process.
+ */
+import { LeaseholdError, LeaseValidationError } from "./errors.js";
+import type { LeaseStore } from "./lease.js";
+import { importPeer } from "./peer.js";
+import { MemoryStore } from "./stores/memory.js";
+
+export type StoreUrl =
+  | { kind: "memory" }
+  | { kind: "sqlite"; path: string }
+  | { kind: "dynamodb"; table: string; region?: string; endpoint?: string; partitionKey?: string }
+  /** `prefix` absent (no path, or just "/"): the store's default, "leases/". */
+  | { kind: "gcs"; bucket: string; prefix?: string; endpoint?: string; projectId?: string }
+  | { kind: "http"; baseUrl: string };
+
+export type StoreKind = StoreUrl["kind"];
+
+/** Every accepted form, for error messages and help text. */
+export const STORE_URL_FORMS: readonly string[] = [
+  "sqlite:PATH (e.g. sqlite:./data/leasehold.db, sqlite:/abs/path.db)",
+  "sqlite::memory:",
+  "memory:",
+  "dynamodb://TABLE?region=REGION&endpoint=URL&pk=ATTRIBUTE",
+  "gcs://BUCKET/PREFIX?endpoint=URL&project=PROJECT",
+  "http(s)://HOST[:PORT]/ (token from LEASEHOLD_TOKEN)",
+];
+
+export interface OpenStoreOptions {
+  /**
+   * Environment variables to take defaults from: LEASEHOLD_TOKEN (http), AWS_REGION /
+   * AWS_DEFAULT_REGION (dynamodb), GOOGLE_CLOUD_PROJECT (gcs). Nothing is read when omitted.
+   */
+  env?: Record<string, string | undefined>;
+}
+
+function invalid(part: string, message: string): LeaseValidationError {
+  return new LeaseValidationError("store URL", [
+    { path: part, message: `${message} (accepted forms: ${STORE_URL_FORMS.join(" | ")})` },
+  ]);
+}
+
+// DynamoDB table names: 3-255 of letters, digits, underscore, dash, dot.
+const DYNAMODB_TABLE = /^[A-Za-z0-9_.-]{3,255}$/;
+// Attribute names are free-form in DynamoDB; keep them to identifier-like names for sanity.
+const DYNAMODB_ATTRIBUTE = /^[A-Za-z_][A-Za-z0-9_.-]{0,254}$/;
+// GCS bucket names: 3-63 characters (up to 222 with dots) of lowercase letters, digits, - _ .
+const GCS_BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+
+/** Reads the query parameters a scheme allows; any other one is an error naming it. */
+function queryParams(url: URL, scheme: string, allowed: readonly string[]): Map<string, string> {
+  const params = new Map<string, string>();
+  for (const [key, value] of url.searchParams) {
+    if (!allowed.includes(key)) {
+      throw invalid(
+        `query parameter "${key}"`,
+        `not understood by ${scheme}: URLs; expected ${allowed.map((a) => `"${a}"`).join(", ")}`,
+      );
+    }
+    if (params.has(key)) throw invalid(`query parameter "${key}"`, "given more than once");
+    if (value === "") throw invalid(`query parameter "${key}"`, "expected a value");
+    params.set(key, value);
+  }
+  return params;
+}
+
+function endpointParam(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalid('query parameter "endpoint"', `expected an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw invalid('query parameter "endpoint"', `expected an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function parseUrl(text: string, scheme: string): URL {
+  try {
+    return new URL(text);
+  } catch {
+    throw invalid(scheme, "not a valid URL");
+  }
+}
+
+function noFragment(url: URL): void {
+  if (url.hash !== "") throw invalid("fragment", `expected no "#..." part, got ${JSON.stringify(url.hash)}`);
+}
+
+/** Describes a store URL without opening anything; throws `LeaseValidationError` naming the wrong part. */
+export function parseStoreUrl(url: string): StoreUrl {
+  if (typeof url !== "string" || url.trim() === "") throw invalid("URL", "expected a non-empty string");
+  const colon = url.indexOf(":");
+  if (colon <= 0) throw invalid("scheme", `expected a URL starting with a scheme such as "sqlite:"`);
+  const scheme = url.slice(0, colon).toLowerCase();
+  const rest = url.slice(colon + 1);
+  switch (scheme) {
+    case "memory":
+      if (rest !== "" && rest !== "//") throw invalid("memory: URL", `expected nothing after "memory:"`);
+      return { kind: "memory" };
+    case "sqlite":
+      return parseSqlite(rest);
+    case "dynamodb":
+      return parseDynamoDb(url);
+    case "gcs":
+      return parseGcs(url);
+    case "http":
+    case "https":
+      return parseHttp(url);
+    default:
+      throw invalid("scheme", `unknown scheme "${url.slice(0, colon)}:"`);
+  }
+}
+
+function parseSqlite(path: string): StoreUrl {
+  if (path === "") throw invalid("sqlite path", `expected a file path after "sqlite:"`);
+  // "sqlite://x" could mean a host, "x" relative or "/x": refuse to guess.
+  if (path.startsWith("//")) {
+    throw invalid("sqlite path", `expected sqlite:/abs/path or sqlite:./relative/path, not "sqlite://..."`);
+  }
+  return { kind: "sqlite", path };
+}
+
+function parseDynamoDb(text: string): StoreUrl {
+  if (!text.toLowerCase().startsWith("dynamodb://")) throw invalid("dynamodb URL", `expected "dynamodb://TABLE"`);
+  const url = parseUrl(text, "dynamodb URL");
+  noFragment(url);
+  if (url.username !== "" || url.password !== "") {
+    throw invalid("credentials", "expected no user:password@ in the URL; the AWS SDK reads credentials itself");
+  }
+  if (url.port !== "") throw invalid("dynamodb table", "expected a table name, not host:port (use ?endpoint=)");
+  const table = url.hostname;
+  if (!DYNAMODB_TABLE.test(table)) {
+    throw invalid(
+      "dynamodb table",
+      `expected 3-255 characters of A-Z a-z 0-9 _ . - after "dynamodb://", got ${JSON.stringify(table)}`,
+    );
+  }
+  if (url.pathname !== "" && url.pathname !== "/") {
+    throw invalid("dynamodb path", `expected nothing after the table name, got ${JSON.stringify(url.pathname)}`);
+  }
+  const params = queryParams(url, "dynamodb", ["region", "endpoint", "pk"]);
+  const region = params.get("region");
+  if (region !== undefined && !/^[a-z0-9-]{1,64}$/.test(region)) {
+    throw invalid(
+      'query parameter "region"',
+      `expected an AWS region such as eu-west-1, got ${JSON.stringify(region)}`,
+    );
+  }
+  const partitionKey = params.get("pk");
+  if (partitionKey !== undefined && !DYNAMODB_ATTRIBUTE.test(partitionKey)) {
+    throw invalid('query parameter "pk"', `expected an attribute name, got ${JSON.stringify(partitionKey)}`);
+  }
+  const endpoint = endpointParam(params.get("endpoint"));
+  return {
+    kind: "dynamodb",
+    table,
+    ...(region === undefined ? {} : { region }),
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(partitionKey === undefined ? {} : { partitionKey }),
+  };
+}
+
+function parseGcs(text: string): StoreUrl {
+  if (!text.toLowerCase().startsWith("gcs://")) throw invalid("gcs URL", `expected "gcs://BUCKET/PREFIX"`);
+  const url = parseUrl(text, "gcs URL");
+  noFragment(url);
+  if (url.username !== "" || url.password !== "" || url.port !== "") {
+    throw invalid("gcs bucket", "expected a bucket name, not user@host:port (use ?endpoint=)");
+  }
+  const bucket = url.hostname;
+  if (!GCS_BUCKET.test(bucket)) {
+    throw invalid(
+      "gcs bucket",
+      `expected 3-222 characters of a-z 0-9 - _ . starting and ending with a letter or digit, got ${JSON.stringify(bucket)}`,
+    );
+  }
+  let prefix: string;
+  try {
+    prefix = decodeURIComponent(url.pathname.replace(/^\//, ""));
+  } catch {
+    throw invalid("gcs prefix", "expected valid percent-encoding");
+  }
+  if (prefix.startsWith("/") || prefix.includes("//")) {
+    throw invalid("gcs prefix", `expected object name segments without empty parts, got ${JSON.stringify(prefix)}`);
+  }
+  const params = queryParams(url, "gcs", ["endpoint", "project"]);
+  const endpoint = endpointParam(params.get("endpoint"));
+  const projectId = params.get("project");
+  return {
+    kind: "gcs",
+    bucket,
+    ...(prefix === "" ? {} : { prefix }),
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(projectId === undefined ? {} : { projectId }),
+  };
+}
+
+function parseHttp(text: string): StoreUrl {
+  const url = parseUrl(text, "http URL");
+  noFragment(url);
+  if (url.hostname === "") throw invalid("host", "expected http(s)://HOST[:PORT]/");
+  if (url.username !== "" || url.password !== "") {
+    // A token in the URL ends up in process lists and shell history.
+    throw invalid("credentials", "expected no user:password@ in the URL; put the token in LEASEHOLD_TOKEN");
+  }
+  if (url.search !== "") throw invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
+  return { kind: "http", baseUrl: url.href };
+}
+
+/** Raised when the URL is fine but this build has no module for its backend (yet). */
+export class StoreUnavailableError extends LeaseholdError {
+  override name = "StoreUnavailableError";
+}
+
+/** Loads one of our own store modules; a missing module is named as such, other failures pass through. */
+async function loadStoreModule<T>(kind: StoreKind, specifier: string): Promise<T> {
+  try {
+    // A computed specifier: bundlers cannot follow it, so Node-only stores stay out of Worker bundles.
+    return (await import(specifier)) as T;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const message = String((error as { message?: unknown }).message ?? "");
+    // Only the store module itself being absent; a missing SDK inside it keeps its own message.
+    const file = specifier.replace(/^\.\//, "").replace(/\.js$/, "");
+    const missing = message.match(/Cannot find module '([^']*)'/)?.[1] ?? "";
+    if (
+      (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") &&
+      /\.(js|ts)$/.test(missing) &&
+      missing.replace(/\.(js|ts)$/, "").endsWith(file)
+    ) {
+      throw new StoreUnavailableError(
+        `the ${kind} store is not available in this build of leasehold (module ${specifier} not found)`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+// The constructors this module relies on, stated structurally so this file does not depend on
+// the other store modules at compile time.
+interface SqliteModule {
+  SqliteStore: new (options: { path: string }) => LeaseStore;
+}
+interface DynamoDbModule {
+  DynamoDbStore: new (options: { client: unknown; table: string; partitionKey?: string }) => LeaseStore;
+}
+interface DynamoDbSdk {
+  DynamoDBClient: new (config: { region: string; endpoint?: string }) => unknown;
+}
+interface GcsModule {
+  GcsStore: new (options: { bucket: string; prefix?: string; apiEndpoint?: string; projectId?: string }) => LeaseStore;
+}
+interface HttpModule {
+  HttpStore: new (options: { baseUrl: string; token?: string }) => LeaseStore;
+}
+
+/**
+ * Opens the store a URL names. Defaults that are not in the URL come from `options.env` only
+ * (see `OpenStoreOptions`). Throws `LeaseValidationError` for a bad URL, `StoreUnavailableError`
+ * when the backend's module is missing, and the backend's own error when it cannot start.
+ */
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
+  const env = options.env ?? {};
+  const spec = parseStoreUrl(url);
+  switch (spec.kind) {
+    case "memory":
+      return new MemoryStore();
+    case "sqlite": {
+      const { SqliteStore } = await loadStoreModule<SqliteModule>("sqlite", "./stores/sqlite.js");
+      return new SqliteStore({ path: spec.path });
+    }
+    case "dynamodb": {
+      const region = spec.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+      if (region === undefined || region === "") {
+        throw invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
+      }
+      const { DynamoDbStore } = await loadStoreModule<DynamoDbModule>("dynamodb", "./stores/dynamodb.js");
+      const sdkName = "@aws-sdk/client-dynamodb";
+      const { DynamoDBClient } = await importPeer(
+        sdkName,
+        `${sdkName}@3`,
+        () => import(sdkName) as Promise<DynamoDbSdk>,
+      );
+      const client = new DynamoDBClient({
+        region,
+        ...(spec.endpoint === undefined ? {} : { endpoint: spec.endpoint }),
+      });
+      return new DynamoDbStore({
+        client,
+        table: spec.table,
+        ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
+      });
+    }
+    case "gcs": {
+      const projectId = spec.projectId ?? env.GOOGLE_CLOUD_PROJECT;
+      const { GcsStore } = await loadStoreModule<GcsModule>("gcs", "./stores/gcs.js");
+      return new GcsStore({
+        bucket: spec.bucket,
+        ...(spec.prefix === undefined ? {} : { prefix: spec.prefix }),
+        ...(spec.endpoint === undefined ? {} : { apiEndpoint: spec.endpoint }),
+        ...(projectId === undefined || projectId === "" ? {} : { projectId }),
+      });
+    }
+    case "http": {
+      const token = env.LEASEHOLD_TOKEN;
+      const { HttpStore } = await loadStoreModule<HttpModule>("http", "./stores/http.js");
+      return new HttpStore({ baseUrl: spec.baseUrl, ...(token === undefined || token === "" ? {} : { token }) });
+    }
+  }
+}

@@ -1,0 +1,149 @@
+/** Store URLs: parsing is pure and exact; opening works for every backend whose module exists. */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { LeaseValidationError } from "../src/errors.js";
+import { openStore, parseStoreUrl, STORE_URL_FORMS } from "../src/open-store.js";
+import { makeRecord } from "./conformance/store-contract.js";
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-open-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function rejection(url: string): LeaseValidationError {
+  try {
+    parseStoreUrl(url);
+  } catch (error) {
+    expect(error).toBeInstanceOf(LeaseValidationError);
+    return error as LeaseValidationError;
+  }
+  throw new Error(`expected ${url} to be rejected`);
+}
+
+describe("parseStoreUrl", () => {
+  it.each([
+    ["memory:", { kind: "memory" }],
+    ["sqlite:./data/leasehold.db", { kind: "sqlite", path: "./data/leasehold.db" }],
+    ["sqlite:/var/lib/leasehold/leases.db", { kind: "sqlite", path: "/var/lib/leasehold/leases.db" }],
+    ["sqlite::memory:", { kind: "sqlite", path: ":memory:" }],
+    ["sqlite:relative name#1?.db", { kind: "sqlite", path: "relative name#1?.db" }],
+    ["dynamodb://leases", { kind: "dynamodb", table: "leases" }],
+    [
+      "dynamodb://My_Table.v2?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=leaseName",
+      {
+        kind: "dynamodb",
+        table: "My_Table.v2",
+        region: "eu-west-1",
+        endpoint: "http://127.0.0.1:8000",
+        partitionKey: "leaseName",
+      },
+    ],
+    ["gcs://my-bucket", { kind: "gcs", bucket: "my-bucket" }],
+    ["gcs://my-bucket/", { kind: "gcs", bucket: "my-bucket" }],
+    [
+      "gcs://my-bucket/leasehold/prod/?endpoint=http://127.0.0.1:4443&project=demo",
+      {
+        kind: "gcs",
+        bucket: "my-bucket",
+        prefix: "leasehold/prod/",
+        endpoint: "http://127.0.0.1:4443",
+        projectId: "demo",
+      },
+    ],
+    ["http://127.0.0.1:8080", { kind: "http", baseUrl: "http://127.0.0.1:8080/" }],
+    ["https://leases.example.com/base/", { kind: "http", baseUrl: "https://leases.example.com/base/" }],
+  ])("%s", (url, expected) => {
+    expect(parseStoreUrl(url)).toEqual(expected);
+  });
+
+  it.each([
+    ["", "URL"],
+    ["leases.db", "scheme"],
+    ["redis://localhost", "scheme"],
+    ["memory:extra", "memory: URL"],
+    ["sqlite:", "sqlite path"],
+    ["sqlite://host/x.db", "sqlite path"],
+    ["dynamodb:leases", "dynamodb URL"],
+    ["dynamodb://", "dynamodb table"],
+    ["dynamodb://ab", "dynamodb table"],
+    ["dynamodb://leases:8000", "dynamodb table"],
+    ["dynamodb://leases/extra", "dynamodb path"],
+    ["dynamodb://leases?region=eu-west-1&table=x", 'query parameter "table"'],
+    ["dynamodb://leases?region=", 'query parameter "region"'],
+    ["dynamodb://leases?region=a&region=b", 'query parameter "region"'],
+    ["dynamodb://leases?endpoint=localhost:8000", 'query parameter "endpoint"'],
+    ["dynamodb://leases?pk=1abc", 'query parameter "pk"'],
+    ["gcs://Bad_Bucket!", "gcs bucket"],
+    ["gcs://b", "gcs bucket"],
+    ["gcs://bucket//x", "gcs prefix"],
+    ["gcs://bucket?region=x", 'query parameter "region"'],
+    ["http://user:secret@host/", "credentials"],
+    ["http://host/?token=x", "query"],
+    ["https://host/#frag", "fragment"],
+  ])("rejects %j naming %s", (url, part) => {
+    const error = rejection(url);
+    expect(error.issues[0]?.path).toBe(part);
+    // Every message lists what would have been accepted.
+    for (const form of STORE_URL_FORMS) expect(error.message).toContain(form);
+  });
+
+  it("never echoes credentials it rejects", () => {
+    expect(rejection("http://user:secret@host/").message).not.toContain("secret");
+  });
+});
+
+describe("openStore", () => {
+  it("memory: a working store", async () => {
+    const store = await openStore("memory:");
+    const stored = await store.put(makeRecord("a"), null);
+    expect((await store.get("a"))?.revision).toBe(stored.revision);
+  });
+
+  it("sqlite: a file shared by two opens", async () => {
+    const url = `sqlite:${join(dir, "nested", "open.db")}`;
+    const one = await openStore(url);
+    const two = await openStore(url);
+    await one.put(makeRecord("shared"), null);
+    expect((await two.get("shared"))?.record.name).toBe("shared");
+    await one.close?.();
+    await two.close?.();
+  });
+
+  it("sqlite::memory:", async () => {
+    const store = await openStore("sqlite::memory:");
+    await store.put(makeRecord("m"), null);
+    expect(await store.get("m")).not.toBeNull();
+    await store.close?.();
+  });
+
+  it("a bad URL is a validation error before anything is loaded", async () => {
+    await expect(openStore("ftp://x")).rejects.toThrow(/invalid store URL: scheme: unknown scheme "ftp:"/);
+  });
+
+  it("dynamodb without a region says where a region comes from", async () => {
+    await expect(openStore("dynamodb://leases", { env: {} })).rejects.toThrow(/region.*AWS_REGION/);
+  });
+
+  // The other backends are written beside this module; each is opened here once its module exists.
+  const src = join(import.meta.dirname, "..", "src", "stores");
+  for (const [kind, file, url] of [
+    ["dynamodb", "dynamodb.ts", "dynamodb://leases?region=us-east-1&endpoint=http://127.0.0.1:9"],
+    ["gcs", "gcs.ts", "gcs://bucket/prefix/?endpoint=http://127.0.0.1:9&project=p"],
+    ["http", "http.ts", "http://127.0.0.1:9/"],
+  ] as const) {
+    if (existsSync(join(src, file))) {
+      it(`${kind}: constructs a store (no request is sent)`, async () => {
+        const store = await openStore(url, { env: { LEASEHOLD_TOKEN: "t" } });
+        expect(typeof store.get).toBe("function");
+        expect(typeof store.put).toBe("function");
+        await store.close?.();
+      });
+    } else {
+      it(`${kind}: names the missing module`, async () => {
+        await expect(openStore(url, { env: {} })).rejects.toThrow(
+          new RegExp(`the ${kind} store is not available in this build`),
+        );
+      });
+    }
+  }
+});
