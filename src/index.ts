@@ -21,4 +21,5 @@ export {
   runAsLeader,
 } from "./elector.js";
 export * from "./lease.js";
+export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { MemoryStore } from "./stores/memory.js";
