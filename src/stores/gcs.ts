@@ -156,7 +156,7 @@ export class GcsStore implements LeaseStore {
         options?.signal,
       );
     } catch (error) {
-      if (httpStatus(error) === 412) return this.resolvePreconditionFailed(record, error);
+      if (httpStatus(error) === 412) return this.resolvePreconditionFailed(record, error, options?.signal);
       throw this.writeError(record.name, error);
     }
     const generation = file.metadata.generation;
@@ -200,7 +200,8 @@ export class GcsStore implements LeaseStore {
       for (const file of files) {
         const name = this.leaseNameOf(file.name);
         if (name === null || !name.startsWith(prefix) || name <= startAfter) continue;
-        // Reads start now and overlap; a rejection is observed when the entry is emitted.
+        // The read starts now (it overlaps others only while NameOrder holds entries back); a
+        // rejection is observed when the entry is emitted.
         const read = this.read(name);
         read.catch(() => {});
         yield* emit(order.add(name, `${name}${SUFFIX}`, read));
@@ -279,13 +280,13 @@ export class GcsStore implements LeaseStore {
    * A 412 means: someone else's write is current, or (with a retrying client) our own write
    * applied on an earlier attempt. Only the stored `writeId` tells them apart.
    */
-  private async resolvePreconditionFailed(record: LeaseRecord, cause: unknown): Promise<Stored> {
+  private async resolvePreconditionFailed(record: LeaseRecord, cause: unknown, signal?: AbortSignal): Promise<Stored> {
     if (this.writesNeverRetry && !this.readCurrentOnConflict) {
       throw new LeaseConflictError(record.name, undefined, { cause });
     }
     let current: Stored | null;
     try {
-      current = await this.read(record.name);
+      current = await this.read(record.name, signal);
     } catch (readError) {
       // A foreign or broken object is reported as such: it is never overwritten.
       if (readError instanceof LeaseCorruptError) throw readError;

@@ -48,7 +48,7 @@ export async function installFakeGcs(): Promise<string> {
 }
 
 async function checkGo(): Promise<void> {
-  const advice = `install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/) to build fake-gcs-server for the GCS tests, or run test/servers/install-fake-gcs.sh on a machine that has it`;
+  const advice = `install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/, or Debian's golang-go if it is that recent): the GCS tests build fake-gcs-server with it`;
   let version: string;
   try {
     version = (await run("go", ["env", "GOVERSION"])).stdout.trim();
