@@ -1,0 +1,68 @@
+/**
+ * Stack settings from the environment of `cdk synth`/`cdk deploy`, checked up front so a typo
+ * fails with the variable's name instead of a broken deployment:
+ *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
+ *   LEASEHOLD_TOKENS        JSON array of scoped tokens (required with "tokens")
+ *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
+ *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API
+ *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
+ *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda)
+ *   CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION  set by the CDK CLI from your AWS profile
+ */
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { LeaseholdStackProps } from "./leasehold-stack.js";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
+export const DEFAULT_CODE_DIR = join(REPO_ROOT, "dist", "lambda");
+
+export function propsFromEnv(env: Record<string, string | undefined>): LeaseholdStackProps {
+  const auth = env.LEASEHOLD_AUTH ?? "tokens";
+  if (auth !== "tokens" && auth !== "iam") {
+    throw new Error(`LEASEHOLD_AUTH: expected "tokens" or "iam", got ${JSON.stringify(auth)}`);
+  }
+  const tokens = env.LEASEHOLD_TOKENS;
+  if (tokens !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(tokens);
+    } catch {
+      throw new Error("LEASEHOLD_TOKENS: expected a JSON array of tokens, got text that is not JSON");
+    }
+    if (!Array.isArray(parsed) || parsed.length === 0) {
+      throw new Error("LEASEHOLD_TOKENS: expected a non-empty JSON array of tokens");
+    }
+  }
+  const skew = env.LEASEHOLD_MAX_SKEW_MS;
+  if (skew !== undefined && !/^[0-9]+$/.test(skew)) {
+    throw new Error(`LEASEHOLD_MAX_SKEW_MS: expected whole milliseconds, got ${JSON.stringify(skew)}`);
+  }
+  const ttl = env.LEASEHOLD_TTL_ATTRIBUTE;
+  if (ttl !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,254}$/.test(ttl)) {
+    throw new Error(
+      `LEASEHOLD_TTL_ATTRIBUTE: expected an attribute name (letters, digits, _), got ${JSON.stringify(ttl)}`,
+    );
+  }
+  const node = env.LEASEHOLD_LAMBDA_NODE;
+  if (node !== undefined && node !== "20" && node !== "22" && node !== "24") {
+    throw new Error(`LEASEHOLD_LAMBDA_NODE: expected 20, 22 or 24, got ${JSON.stringify(node)}`);
+  }
+  const codeDir = env.LEASEHOLD_LAMBDA_DIR ?? DEFAULT_CODE_DIR;
+  if (!existsSync(join(codeDir, "index.mjs"))) {
+    throw new Error(
+      `${join(codeDir, "index.mjs")} is missing: run \`npm run build\` in the repository, then synth again (cdk.json bundles dist/runtime/lambda.js first)`,
+    );
+  }
+  const account = env.CDK_DEFAULT_ACCOUNT;
+  const region = env.CDK_DEFAULT_REGION;
+  return {
+    codeDir,
+    authType: auth === "iam" ? "AWS_IAM" : "NONE",
+    ...(tokens !== undefined ? { tokens } : {}),
+    ...(ttl !== undefined ? { ttlAttribute: ttl } : {}),
+    ...(skew !== undefined ? { maxSkewMs: Number(skew) } : {}),
+    ...(node !== undefined ? { nodeVersion: Number(node) as 20 | 22 | 24 } : {}),
+    // Environment-agnostic unless the CLI knows the account: synth never looks anything up.
+    ...(account && region ? { env: { account, region } } : {}),
+  };
+}

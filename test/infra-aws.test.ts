@@ -1,0 +1,167 @@
+/**
+ * The CDK app in infra/aws, synthesised offline (no account lookups, no Docker: the Lambda code is
+ * a prebuilt folder, here a placeholder) and checked with aws-cdk-lib/assertions.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { App } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { afterAll, describe, expect, it } from "vitest";
+import { propsFromEnv } from "../infra/aws/lib/config.js";
+import { LeaseholdStack, type LeaseholdStackProps } from "../infra/aws/lib/leasehold-stack.js";
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-cdk-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const codeDir = join(dir, "lambda");
+mkdirSync(codeDir);
+writeFileSync(join(codeDir, "index.mjs"), "export const handler = async () => ({ statusCode: 503 });\n");
+
+const TOKENS = JSON.stringify([{ token: "t".repeat(32), prefixes: ["jobs/"], verbs: ["acquire"] }]);
+
+function synth(props: Partial<LeaseholdStackProps> = {}): Template {
+  const app = new App({ outdir: mkdtempSync(join(dir, "out-")) });
+  const stack = new LeaseholdStack(app, "Leasehold", { codeDir, tokens: TOKENS, ...props });
+  return Template.fromStack(stack);
+}
+
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+
+function statements(template: Template): Statement[] {
+  return Object.values(template.findResources("AWS::IAM::Policy")).flatMap(
+    (p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement,
+  );
+}
+
+function logicalId(template: Template, type: string): string {
+  const ids = Object.keys(template.findResources(type));
+  expect(ids).toHaveLength(1);
+  return ids[0]!;
+}
+
+describe("infra/aws: the CDK stack", () => {
+  const template = synth();
+
+  it("creates an on-demand table with PITR, keyed by pk (string), retained on delete, no TTL by default", () => {
+    template.resourceCountIs("AWS::DynamoDB::Table", 1);
+    template.hasResource("AWS::DynamoDB::Table", {
+      DeletionPolicy: "Retain",
+      Properties: {
+        BillingMode: "PAY_PER_REQUEST",
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        TimeToLiveSpecification: Match.absent(),
+      },
+    });
+  });
+
+  it("enables TTL on the named attribute only when asked", () => {
+    synth({ ttlAttribute: "expiresAt" }).hasResourceProperties("AWS::DynamoDB::Table", {
+      TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+    });
+  });
+
+  it("runs the Lambda entry on Node 20 with the table's store URL and the tokens", () => {
+    const table = logicalId(template, "AWS::DynamoDB::Table");
+    template.resourceCountIs("AWS::Lambda::Function", 1);
+    template.hasResourceProperties("AWS::Lambda::Function", {
+      Runtime: "nodejs20.x",
+      Handler: "index.handler",
+      Environment: {
+        Variables: Match.objectLike({
+          LEASEHOLD_STORE: { "Fn::Join": ["", ["dynamodb://", { Ref: table }]] },
+          LEASEHOLD_TOKENS: TOKENS,
+        }),
+      },
+    });
+  });
+
+  it("keeps logs for one month in the function's own log group", () => {
+    const group = logicalId(template, "AWS::Logs::LogGroup");
+    template.hasResourceProperties("AWS::Logs::LogGroup", { RetentionInDays: 30 });
+    template.hasResourceProperties("AWS::Lambda::Function", { LoggingConfig: { LogGroup: { Ref: group } } });
+    // No LogRetention custom resource (an extra Lambda with broad logs permissions).
+    template.resourceCountIs("Custom::LogRetention", 0);
+  });
+
+  it("grants exactly GetItem, PutItem and Scan on the table, and writing to its log group, nothing else", () => {
+    const table = logicalId(template, "AWS::DynamoDB::Table");
+    const group = logicalId(template, "AWS::Logs::LogGroup");
+    const all = statements(template);
+    expect(all).toHaveLength(2);
+    const [dynamo, logsStatement] = all;
+    expect([dynamo!.Action].flat().sort()).toEqual(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"]);
+    expect(dynamo!.Resource).toEqual({ "Fn::GetAtt": [table, "Arn"] });
+    expect([logsStatement!.Action].flat().sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
+    expect(logsStatement!.Resource).toEqual({ "Fn::GetAtt": [group, "Arn"] });
+    for (const s of all) expect(s.Effect).toBe("Allow");
+    // No managed policies (AWSLambdaBasicExecutionRole would allow writing to any log group).
+    template.hasResourceProperties("AWS::IAM::Role", { ManagedPolicyArns: Match.absent() });
+  });
+
+  it("serves a Function URL: public with app-checked tokens by default", () => {
+    template.hasResourceProperties("AWS::Lambda::Url", { AuthType: "NONE" });
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunctionUrl",
+      Principal: "*",
+      FunctionUrlAuthType: "NONE",
+    });
+    template.hasOutput("ApiUrl", { Value: { "Fn::GetAtt": [logicalId(template, "AWS::Lambda::Url"), "FunctionUrl"] } });
+  });
+
+  it("can run on a newer Node runtime", () => {
+    synth({ nodeVersion: 24 }).hasResourceProperties("AWS::Lambda::Function", { Runtime: "nodejs24.x" });
+  });
+
+  it("or IAM-authenticated, with no public invoke permission", () => {
+    const iam = synth({ authType: "AWS_IAM", tokens: undefined as never });
+    iam.hasResourceProperties("AWS::Lambda::Url", { AuthType: "AWS_IAM" });
+    iam.resourceCountIs("AWS::Lambda::Permission", 0);
+  });
+
+  it("refuses a public URL without tokens", () => {
+    const app = new App({ outdir: mkdtempSync(join(dir, "out-")) });
+    expect(() => new LeaseholdStack(app, "Open", { codeDir })).toThrow(/public.*LEASEHOLD_TOKENS/);
+  });
+});
+
+describe("infra/aws: settings from the environment", () => {
+  const base = { LEASEHOLD_LAMBDA_DIR: codeDir, LEASEHOLD_TOKENS: TOKENS };
+
+  it("maps the variables to stack props, environment-agnostic without an account", () => {
+    expect(
+      propsFromEnv({
+        ...base,
+        LEASEHOLD_TTL_ATTRIBUTE: "expiresAt",
+        LEASEHOLD_MAX_SKEW_MS: "2000",
+        LEASEHOLD_LAMBDA_NODE: "24",
+      }),
+    ).toEqual({
+      codeDir,
+      authType: "NONE",
+      tokens: TOKENS,
+      ttlAttribute: "expiresAt",
+      maxSkewMs: 2000,
+      nodeVersion: 24,
+    });
+    expect(
+      propsFromEnv({
+        LEASEHOLD_LAMBDA_DIR: codeDir,
+        LEASEHOLD_AUTH: "iam",
+        CDK_DEFAULT_ACCOUNT: "1",
+        CDK_DEFAULT_REGION: "eu-west-1",
+      }),
+    ).toEqual({ codeDir, authType: "AWS_IAM", env: { account: "1", region: "eu-west-1" } });
+  });
+
+  it("names the variable that is wrong", () => {
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_AUTH: "open" })).toThrow(/^LEASEHOLD_AUTH: expected/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "abc" })).toThrow(/^LEASEHOLD_TOKENS: .*not JSON/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "[]" })).toThrow(/^LEASEHOLD_TOKENS: .*non-empty/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "1s" })).toThrow(/^LEASEHOLD_MAX_SKEW_MS/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TTL_ATTRIBUTE: "a b" })).toThrow(/^LEASEHOLD_TTL_ATTRIBUTE/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(/^LEASEHOLD_LAMBDA_NODE/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_DIR: join(dir, "absent") })).toThrow(/npm run build/);
+  });
+});
