@@ -21,6 +21,7 @@ if (!db || !lease || !identity || !log || !leaseMs || !renewMs || !writeEveryMs)
 
 const store = new SqliteStore({ path: db, busyTimeoutMs: 2000 });
 const resource = new Database(db, { timeout: 2000 });
+resource.exec(FENCED_SCHEMA); // idempotent: the test creates it first, a standalone run needs it too
 const current = resource.prepare<[], { term: number }>("SELECT term FROM fenced_resource WHERE id = 1");
 const accept = resource.prepare<[number, string]>("UPDATE fenced_resource SET term = ?, writer = ? WHERE id = 1");
 const record = resource.prepare<[number, string, number, number, number]>(
