@@ -26,7 +26,10 @@ it("no Node-only API outside the Node-bound modules", () => {
   for (const file of files(join(root, "src"))) {
     const path = relative(root, file).split("\\").join("/");
     if (nodeBound.some((p) => p.test(path))) continue;
-    const text = readFileSync(file, "utf8");
+    // Code only: comments may talk about "the process." freely.
+    const text = readFileSync(file, "utf8")
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/(^|[^:])\/\/.*$/gm, "$1");
     for (const pattern of [
       /from "node:/,
       /import\("node:/,
