@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
+import { z } from "zod";
 import {
   type CallOptions,
   LeaseConflictError,
@@ -18,6 +19,7 @@ import {
   prefixUpperBound,
   type Revision,
   type Stored,
+  validate,
   validateName,
   validatePrefix,
   validateRecord,
@@ -44,6 +46,26 @@ interface Row {
 
 const PAGE = 200;
 
+const optionsSchema = z.object(
+  {
+    path: z
+      .string({ error: 'expected a file path or ":memory:"' })
+      .min(1, { error: 'expected a file path or ":memory:"' }),
+    busyTimeoutMs: z
+      .number({ error: "expected milliseconds" })
+      .int({ error: "expected whole milliseconds" })
+      .nonnegative({ error: "expected a non-negative number" })
+      .default(5000),
+    table: z
+      .string({ error: "expected a table name" })
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, {
+        error: "expected 1-63 letters, digits or _, not starting with a digit",
+      })
+      .default("leases"),
+  },
+  { error: "expected an object with path" },
+);
+
 export class SqliteStore implements LeaseStore {
   readonly path: string;
   private readonly db: BetterSqlite3.Database;
@@ -53,15 +75,12 @@ export class SqliteStore implements LeaseStore {
   private readonly page: BetterSqlite3.Statement<[string, string, string, number], Row>;
 
   constructor(options: SqliteStoreOptions) {
-    const table = options.table ?? "leases";
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) {
-      throw new LeaseStoreError(`invalid SQLite table name ${JSON.stringify(table)}: expected letters, digits, _`, {
-        ambiguous: false,
-      });
-    }
-    this.path = options.path;
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-    this.db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    // Checked before anything touches the disk: a rejected option creates no folder and no file.
+    const o = validate("SqliteStore options", optionsSchema, options);
+    const table = o.table;
+    this.path = o.path;
+    if (o.path !== ":memory:") mkdirSync(dirname(o.path), { recursive: true });
+    this.db = new Database(o.path, { timeout: o.busyTimeoutMs });
     this.db.pragma("journal_mode = WAL");
     // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commit.
     this.db.pragma("synchronous = NORMAL");
