@@ -53,7 +53,7 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
     }
     const view = viewOf(stored, Date.now());
     const expiry =
-      view.state === "released" ? "" : `  expires ${event === "expired" ? "passed" : `in ${describeExpiry(view)}`}`;
+      view.state === "released" ? "" : view.state === "held" ? `  expires in ${describeExpiry(view)}` : "  (expired)";
     io.out(`${time}  ${event.padEnd(8)}  ${name}  holder=${view.holder ?? "-"} term=${view.term}${expiry}`);
   };
 

@@ -1,0 +1,272 @@
+/**
+ * The other `leasehold` commands and the error contract, through the real binary: status, watch,
+ * release, serve, usage errors (exit 2) and bad store URLs.
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type LeaseRecord, newWriteId, type Stored } from "../src/lease.js";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { CliProcesses, repo, until } from "./support/cli-processes.js";
+
+const root = mkdtempSync(join(tmpdir(), "leasehold-cli-cmd-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+let store: SqliteStore;
+let url: string;
+let n = 0;
+/** For the sequential describes: a fresh SQLite file per test, every child killed after it. */
+const procs = new CliProcesses();
+function freshStorePerTest(): void {
+  beforeEach(() => {
+    const path = join(root, `${n++}.db`);
+    url = `sqlite:${path}`;
+    store = new SqliteStore({ path });
+  });
+  afterEach(async () => {
+    await procs.killAll();
+    await store.close();
+  });
+}
+
+function lease(name: string, patch: Partial<LeaseRecord> = {}): LeaseRecord {
+  const now = Date.now();
+  return {
+    name,
+    holder: "alice",
+    term: 3,
+    leaseMs: 60_000,
+    acquiredAt: now,
+    renewedAt: now,
+    metadata: {},
+    writeId: newWriteId(),
+    ...patch,
+  };
+}
+
+// Independent processes that fail before touching a store: run them side by side.
+describe.concurrent("usage errors: one line on stderr, exit 2", () => {
+  // Concurrent tests: each kill-all would hit the others' children, so clean up once at the end.
+  const quick = new CliProcesses();
+  const url = `sqlite:${join(root, "usage.db")}`;
+  afterAll(() => quick.killAll());
+
+  it.each([
+    [[], "Usage: leasehold"],
+    [["frobnicate"], "unknown command 'frobnicate'"],
+    [["run", "--", "true"], "required option '--lease <name>' not specified"],
+    [["run", "--lease", "a"], "missing required argument 'command'"],
+    [["run", "--lease", "a", "--lease-ms", "soon", "--", "true"], "expected a whole number of milliseconds"],
+    [["status", "--bogus"], "unknown option '--bogus'"],
+    [["release", "a", "--holder", "x"], "required option '--term <n>' not specified"],
+    [["release", "a", "--holder", "x", "--term", "-1"], "expected a whole number"],
+  ])("%j", async (args, message) => {
+    const result = await quick.run(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stdout).toBe("");
+  });
+
+  it("option values the elector rejects are named by their flag", async () => {
+    const result = await quick.run([
+      "run",
+      "--lease",
+      "a",
+      "--store",
+      url,
+      "--lease-ms",
+      "1000",
+      "--renew-ms",
+      "2000",
+      "--",
+      "true",
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain("invalid run options: --renew-ms: expected less than leaseMs - safetyMs");
+  });
+
+  it("an invalid lease name", async () => {
+    const result = await quick.run(["run", "--lease", "Not A Name", "--store", url, "--", "true"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^leasehold: invalid elector options|^leasehold: invalid run options: --lease: expected/,
+    );
+  });
+
+  it("a bad store URL names the part and lists the accepted forms", async () => {
+    const result = await quick.run(["status", "--store", "dynamodb://leases?region=eu-west-1&colour=red"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain('invalid store URL: query parameter "colour": not understood by dynamodb: URLs');
+    expect(result.stderr).toContain("sqlite:PATH");
+    expect(result.stderr).toContain("gcs://BUCKET/PREFIX");
+  });
+
+  it("the store URL also comes from LEASEHOLD_STORE", async () => {
+    const result = await quick.run(["status"], { LEASEHOLD_STORE: "redis://localhost" });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown scheme "redis:"');
+  });
+});
+
+describe("status", () => {
+  freshStorePerTest();
+  beforeEach(async () => {
+    await store.put(lease("jobs/held", { holder: "alice", term: 3 }), null);
+    await store.put(lease("jobs/free", { holder: null, term: 7 }), null);
+    await store.put(
+      lease("jobs/stale", { holder: "bob", term: 2, leaseMs: 1000, renewedAt: Date.now() - 10_000 }),
+      null,
+    );
+    await store.put(lease("other/x"), null);
+  });
+
+  it("--json: every lease under the prefix with its state", async () => {
+    const result = await procs.run(["status", "jobs/", "--store", url, "--json"]);
+    expect(result.code).toBe(0);
+    const views = JSON.parse(result.stdout) as Array<Record<string, unknown>>;
+    expect(views.map((v) => [v.name, v.holder, v.term, v.state])).toEqual([
+      ["jobs/free", null, 7, "released"],
+      ["jobs/held", "alice", 3, "held"],
+      ["jobs/stale", "bob", 2, "expired"],
+    ]);
+    const held = views[1]!;
+    expect(held.expiresInMs).toBeGreaterThan(0);
+    expect(held.expiresInMs).toBeLessThanOrEqual(60_000);
+    expect(views[0]!.expiresAt).toBeNull();
+  });
+
+  it("a table by default", async () => {
+    const result = await procs.run(["status", "--store", url]);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^LEASE\s+HOLDER\s+TERM\s+EXPIRES IN$/);
+    expect(lines).toHaveLength(5);
+    expect(lines.find((l) => l.startsWith("jobs/free"))).toMatch(/-\s+7\s+released$/);
+    expect(lines.find((l) => l.startsWith("jobs/stale"))).toMatch(/bob\s+2\s+expired \d+(\.\d)?s ago$/);
+    expect(lines.find((l) => l.startsWith("jobs/held"))).toMatch(/alice\s+3\s+\d+(\.\d)?s$/);
+  });
+
+  it("an invalid prefix is a usage error", async () => {
+    const result = await procs.run(["status", "Jobs", "--store", url]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("invalid lease prefix");
+  });
+});
+
+describe("release", () => {
+  freshStorePerTest();
+  let held: Stored;
+  beforeEach(async () => {
+    held = await store.put(lease("jobs/held", { holder: "alice", term: 3 }), null);
+  });
+
+  it("with the wrong term: refused, nothing changed", async () => {
+    const result = await procs.run(["release", "jobs/held", "--holder", "alice", "--term", "2", "--store", url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'leasehold: lease "jobs/held" is held by alice in term 3, not by alice in term 2; nothing changed\n',
+    );
+    expect(await store.get("jobs/held")).toEqual(held);
+  });
+
+  it("with the wrong holder: refused, nothing changed", async () => {
+    const result = await procs.run(["release", "jobs/held", "--holder", "mallory", "--term", "3", "--store", url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("not by mallory in term 3");
+    expect(await store.get("jobs/held")).toEqual(held);
+  });
+
+  it("a lease that does not exist", async () => {
+    const result = await procs.run(["release", "jobs/none", "--holder", "a", "--term", "1", "--store", url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('lease "jobs/none" does not exist');
+  });
+
+  it("with holder and term matching: holder null, term kept; a second release is a no-op", async () => {
+    const result = await procs.run([
+      "release",
+      "jobs/held",
+      "--holder",
+      "alice",
+      "--term",
+      "3",
+      "--store",
+      url,
+      "--json",
+    ]);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ released: true, name: "jobs/held", holder: null, term: 3 });
+    expect((await store.get("jobs/held"))?.record).toMatchObject({ holder: null, term: 3 });
+    const again = await procs.run(["release", "jobs/held", "--holder", "alice", "--term", "3", "--store", url]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain("already released");
+  });
+});
+
+describe("watch", () => {
+  freshStorePerTest();
+  it("one line per change, from the current record on (polling a store without push)", async () => {
+    const first = await store.put(lease("jobs/w", { holder: "alice", term: 1 }), null);
+    const cli = procs.start(["watch", "jobs/w", "--store", url, "--json"]);
+    const events = () =>
+      cli
+        .stdout()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { event: string; lease: { holder: string | null; term: number } | null });
+    await until("the current record", () => events().length === 1);
+    const renewed = await store.put({ ...first.record, renewedAt: Date.now(), writeId: newWriteId() }, first.revision);
+    await until("the renewal", () => events().length === 2);
+    const released = await store.put({ ...renewed.record, holder: null, writeId: newWriteId() }, renewed.revision);
+    await until("the release", () => events().length === 3);
+    await store.put({ ...released.record, holder: "bob", term: 2, writeId: newWriteId() }, released.revision);
+    await until("the new holder", () => events().length === 4);
+    expect(events().map((e) => [e.event, e.lease?.holder, e.lease?.term])).toEqual([
+      ["current", "alice", 1],
+      ["renewed", "alice", 1],
+      ["released", null, 1],
+      ["acquired", "bob", 2],
+    ]);
+    cli.child.kill("SIGINT");
+    expect((await cli.exited).code).toBe(0);
+  });
+
+  it("human lines, and an expiry noticed locally", async () => {
+    await store.put(lease("jobs/e", { holder: "carol", term: 4, leaseMs: 500 }), null);
+    const cli = procs.start(["watch", "jobs/e", "--store", url]);
+    const lines = () => cli.stdout().trim().split("\n");
+    await until("the expiry line", () => lines().length === 2);
+    const [current, expired] = lines();
+    // The first line may already show it expired: the lease is short and the CLI takes a moment to start.
+    expect(current).toMatch(/^\S+Z {2}current {3}jobs\/e {2}holder=carol term=4 {2}(expires in \d|\(expired\))/);
+    expect(expired).toMatch(/^\S+Z {2}expired {3}jobs\/e {2}holder=carol term=4 {2}\(expired\)$/);
+  });
+});
+
+const nodeRuntime = existsSync(join(repo, "src", "runtime", "node.ts"));
+describe.runIf(nodeRuntime)("serve", () => {
+  freshStorePerTest();
+  it("serves the API; status and run work against it through an http:// store URL", async () => {
+    await store.put(lease("jobs/api", { holder: "dave", term: 5 }), null);
+    const server = procs.start(["serve", "--port", "0", "--store", url, "--json"]);
+    const { url: api } = await until("the listening address", () => {
+      const line = server.stdout().split("\n")[0];
+      return line ? (JSON.parse(line) as { url: string }) : undefined;
+    });
+    expect(api).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+
+    const status = await procs.run(["status", "jobs/", "--store", api, "--json"]);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject([{ name: "jobs/api", holder: "dave", term: 5 }]);
+
+    const run = await procs.run(["run", "--lease", "jobs/remote", "--store", api, "--lease-ms", "3000", "--", "true"]);
+    expect(run.code).toBe(0);
+    expect((await store.get("jobs/remote"))?.record).toMatchObject({ holder: null, term: 1 });
+
+    server.child.kill("SIGTERM");
+    expect((await server.exited).code).toBe(0);
+  });
+});
