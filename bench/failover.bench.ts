@@ -86,7 +86,9 @@ function failoverTable(samples: PairSample[], anomalies: string[]): Table {
       `${PARALLEL} leases at once per (store, elector), real time, ms. Both electors: retryMs = leaseMs / 7.5; ` +
       `ours renewMs = leaseMs / 3, polling renews every retryMs (client-go), RenewDeadline = 2/3 leaseMs. ` +
       `p99 of few runs is close to the maximum. Lower bound: leaseMs after the last renewal.` +
-      (anomalies.length > 0 ? ` Anomalies: ${anomalies.join("; ")}.` : " No anomalies (every follower led, none early)."),
+      (anomalies.length > 0
+        ? ` Anomalies: ${anomalies.join("; ")}.`
+        : " No anomalies (every follower led, none early)."),
     columns: [
       "store",
       "elector",

@@ -1,0 +1,92 @@
+/**
+ * Every backend the benchmarks exercise, started locally on 127.0.0.1: memory, SQLite (temp file),
+ * the HTTP API (`serve()` on SQLite, one HttpStore per candidate), DynamoDB (dynalite) and GCS
+ * (fake-gcs-server). For the HTTP backend the API's own store is wrapped in a CountingStore, so a
+ * benchmark can also report what the API does behind the client's back (watch polling).
+ */
+import { Storage } from "@google-cloud/storage";
+import type { LeaseStore } from "../../src/lease.js";
+import { serve } from "../../src/runtime/node.js";
+import { DynamoDbStore } from "../../src/stores/dynamodb.js";
+import { GcsStore } from "../../src/stores/gcs.js";
+import { HttpStore } from "../../src/stores/http.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { SqliteStore } from "../../src/stores/sqlite.js";
+import { startFakeGcs } from "../../test/servers/fake-gcs.server.js";
+import { createLeaseTable, dynamoClient, startDynalite } from "../../test/support/dynamo-server.js";
+import { tempDir } from "./common.js";
+import { CountingStore } from "./counting-store.js";
+
+export type BackendName = "memory" | "sqlite" | "http" | "dynamodb" | "gcs";
+export const BACKENDS: BackendName[] = ["memory", "sqlite", "http", "dynamodb", "gcs"];
+
+export interface Backend {
+  name: BackendName;
+  /** A store for one candidate (a new client where the backend has clients). */
+  store(): LeaseStore;
+  /** HTTP only: the API's calls to the SQLite store behind it. */
+  behindApi?: CountingStore;
+  close(): Promise<void>;
+}
+
+export async function openBackend(name: BackendName): Promise<Backend> {
+  switch (name) {
+    case "memory": {
+      const store = new MemoryStore();
+      return { name, store: () => store, close: async () => undefined };
+    }
+    case "sqlite": {
+      const dir = tempDir("sqlite");
+      const store = new SqliteStore({ path: dir.path("leases.db") });
+      return {
+        name,
+        store: () => store,
+        close: async () => {
+          await store.close();
+          dir.remove();
+        },
+      };
+    }
+    case "http": {
+      const dir = tempDir("http");
+      const sqlite = new SqliteStore({ path: dir.path("api.db") });
+      const behindApi = new CountingStore(sqlite, () => "follower");
+      const server = await serve({ store: behindApi, host: "127.0.0.1", port: 0, insecureNoAuth: true });
+      return {
+        name,
+        store: () => new HttpStore({ baseUrl: server.url }),
+        behindApi,
+        close: async () => {
+          await server.close();
+          await sqlite.close();
+          dir.remove();
+        },
+      };
+    }
+    case "dynamodb": {
+      const server = await startDynalite();
+      const client = dynamoClient(server.endpoint);
+      const table = await createLeaseTable(client);
+      const store = new DynamoDbStore({ client, table });
+      return {
+        name,
+        store: () => store,
+        close: async () => {
+          client.destroy();
+          await server.stop();
+        },
+      };
+    }
+    case "gcs": {
+      const server = await startFakeGcs();
+      const projectId = "leasehold-bench";
+      const bucket = `bench-${Date.now().toString(36)}`;
+      await new Storage({ apiEndpoint: server.endpoint, projectId }).createBucket(bucket);
+      return {
+        name,
+        store: () => new GcsStore({ bucket, apiEndpoint: server.endpoint, projectId }),
+        close: () => server.stop(),
+      };
+    }
+  }
+}
