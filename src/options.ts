@@ -13,33 +13,47 @@ const ms = (what: string) =>
     .finite({ error: "expected a finite number" })
     .nonnegative({ error: "expected a non-negative number" });
 
-const fieldsSchema = z.object({
-  store: z.custom<object>(
-    (s) =>
-      typeof s === "object" &&
-      s !== null &&
-      typeof (s as { get?: unknown }).get === "function" &&
-      typeof (s as { put?: unknown }).put === "function",
-    { error: "expected a LeaseStore (an object with get and put)" },
-  ),
-  name: nameSchema,
-  identity: holderSchema.optional(),
-  leaseMs: leaseMsSchema.default(15_000),
-  renewMs: ms("the renewal interval").positive({ error: "expected more than 0 ms" }).optional(),
-  retryMs: ms("the retry interval").positive({ error: "expected more than 0 ms" }).optional(),
-  safetyMs: ms("the safety margin").optional(),
-  jitter: z
-    .number({ error: "expected a number" })
-    .min(0, { error: "expected 0 to 1" })
-    .max(1, { error: "expected 0 to 1" })
-    .default(0.2),
-  maxSkewMs: ms("the clock skew bound").default(1000),
-  callTimeoutMs: ms("the store call timeout").positive({ error: "expected more than 0 ms" }).optional(),
-  graceMs: ms("the stop grace period").optional(),
-  metadata: metadataSchema.default({}),
-  clock: z.unknown().optional(),
-  random: z.unknown().optional(),
-});
+const fieldsSchema = z.object(
+  {
+    store: z.custom<object>(
+      (s) =>
+        typeof s === "object" &&
+        s !== null &&
+        typeof (s as { get?: unknown }).get === "function" &&
+        typeof (s as { put?: unknown }).put === "function",
+      { error: "expected a LeaseStore (an object with get and put)" },
+    ),
+    name: nameSchema,
+    identity: holderSchema.optional(),
+    leaseMs: leaseMsSchema.default(15_000),
+    renewMs: ms("the renewal interval").positive({ error: "expected more than 0 ms" }).optional(),
+    retryMs: ms("the retry interval").positive({ error: "expected more than 0 ms" }).optional(),
+    safetyMs: ms("the safety margin").optional(),
+    jitter: z
+      .number({ error: "expected a number" })
+      .min(0, { error: "expected 0 to 1" })
+      .max(1, { error: "expected 0 to 1" })
+      .default(0.2),
+    maxSkewMs: ms("the clock skew bound").default(1000),
+    callTimeoutMs: ms("the store call timeout").positive({ error: "expected more than 0 ms" }).optional(),
+    graceMs: ms("the stop grace period").optional(),
+    metadata: metadataSchema.default({}),
+    // Checked here, not at first use: a bad clock would otherwise fail inside the election loop.
+    clock: z
+      .custom<object>(
+        (c) =>
+          typeof c === "object" &&
+          c !== null &&
+          ["now", "wallNow", "sleep"].every((k) => typeof (c as Record<string, unknown>)[k] === "function"),
+        { error: "expected a Clock (an object with now, wallNow and sleep)" },
+      )
+      .optional(),
+    random: z
+      .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
+      .optional(),
+  },
+  { error: "expected an options object with store and name" },
+);
 
 export interface ResolvedElectorOptions {
   name: string;
