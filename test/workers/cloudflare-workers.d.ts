@@ -1,0 +1,16 @@
+/**
+ * The parts of workerd's `cloudflare:workers` module these tests use (no @cloudflare/workers-types
+ * in this project). `env` is the test Worker's bindings: wrangler.toml plus vitest.config.ts.
+ */
+declare module "cloudflare:workers" {
+  import type { WorkerEnv } from "../../src/runtime/worker.js";
+  import type { LeaseNamespace } from "../../src/stores/durable-object.js";
+
+  export const env: WorkerEnv & {
+    LEASES: LeaseNamespace;
+    DYNAMODB_ENDPOINT: string;
+    DYNAMODB_TABLE: string;
+  };
+  /** The main module's handlers, called through the runtime like a real request. */
+  export const exports: { default: { fetch(request: Request): Promise<Response> } };
+}

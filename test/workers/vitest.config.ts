@@ -1,0 +1,34 @@
+/**
+ * The tests that run inside workerd (@cloudflare/vitest-pool-workers): the Worker from
+ * wrangler.toml with its LeaseObject Durable Object, plus dynalite (started on the Node side by
+ * global-setup.ts) so the DynamoDB store can be exercised from inside a Worker.
+ * `npm test` runs this config after the Node one.
+ */
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+import { TEST_TOKENS } from "./tokens.js";
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      wrangler: { configPath: "../../wrangler.toml" },
+      miniflare: {
+        bindings: {
+          // The API's own poll is effectively off: a watch event can only arrive by push.
+          LEASEHOLD_WATCH_POLL_MS: "60000",
+          LEASEHOLD_TOKENS: JSON.stringify(TEST_TOKENS),
+          DYNAMODB_ENDPOINT: inject("dynamodbEndpoint"),
+          DYNAMODB_TABLE: inject("dynamodbTable"),
+        },
+      },
+    })),
+  ],
+  test: {
+    name: "workers",
+    root: import.meta.dirname,
+    include: ["**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    globalSetup: ["./global-setup.ts"],
+  },
+});
