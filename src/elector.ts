@@ -160,6 +160,8 @@ export class Elector {
   private readonly work = new Set<Promise<unknown>>();
   private readonly listeners: { [K in keyof ElectorEvents]?: Set<Listener<ElectorEvents[K]>> } = {};
   private watchAbort: AbortController | undefined;
+  /** True while the store's push stream is delivering: polling then only backs it up. */
+  private watchLive = false;
 
   constructor(options: ElectorOptions) {
     const o = resolveElectorOptions(options);
@@ -423,7 +425,9 @@ export class Elector {
     const takeoverAt = this.takeoverAt(observed);
     const now = this.clock.now();
     if (now < takeoverAt) {
-      const pollAt = now + this.retryDelay();
+      // With a live push stream a poll is only a safety net (a stream can stall silently), once
+      // per lease period instead of every retry: followers then cost no reads in steady state.
+      const pollAt = now + (this.watchLive ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
       await this.wait(Math.min(pollAt, takeoverAt) - now);
       if (this.stopping || this.held) return;
       // Woken by the watch, or the poll came first: read again. At takeoverAt: go straight to the CAS.
@@ -610,6 +614,7 @@ export class Elector {
       while (!signal.aborted) {
         try {
           for await (const stored of watch.call(this.store, this.name, signal)) {
+            this.watchLive = true;
             if (this.held || this.stopping) continue;
             const before = this.observed;
             this.observe(stored);
@@ -621,6 +626,7 @@ export class Elector {
         } catch (error) {
           if (!signal.aborted) this.emit("error", { error, during: "read" });
         }
+        this.watchLive = false;
         if (!signal.aborted) await this.clock.sleep(this.retryDelay(), signal);
       }
     })();

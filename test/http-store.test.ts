@@ -85,3 +85,32 @@ describe("http store: push", () => {
     expect(error).toMatchObject({ name: "LeaseStoreError", ambiguous: true });
   });
 });
+
+describe("http store: follower cost with a live watch", () => {
+  it("a follower whose watch stream is live does not poll every retry period", async () => {
+    const name = uniqueName("quiet");
+    const http = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
+    let gets = 0;
+    const counting = {
+      get: (n: string, o?: { signal?: AbortSignal }) => {
+        gets++;
+        return http.get(n, o);
+      },
+      put: http.put.bind(http),
+      watch: http.watch.bind(http),
+    };
+    const common = { name, leaseMs: 3000, renewMs: 1000, retryMs: 100, jitter: 0 };
+    const leader = new Elector({ ...common, store: http, identity: "leader" });
+    const elected = new Promise((resolve) => leader.on("elected", resolve));
+    leader.start();
+    await elected;
+    const follower = new Elector({ ...common, store: counting, identity: "follower" });
+    follower.start();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Polling every 100 ms would be ~15 reads; with the stream live only the reads before it connects happen.
+    expect(gets).toBeLessThanOrEqual(5);
+    expect(follower.current).toMatchObject({ isLeader: false, holder: "leader" });
+    await follower.stop();
+    await leader.stop();
+  });
+});

@@ -46,7 +46,10 @@ export interface AppOptions {
    * A lease is free once `renewedAt + leaseMs + maxSkewMs` has passed here. Default 1000 ms.
    */
   maxSkewMs?: number;
-  /** How often an open watch stream re-reads the store to see other instances' writes. Default 1000 ms. */
+  /**
+   * While a lease is watched, how often this instance re-reads it to see other instances' writes
+   * (one read per watched lease per interval, shared by all its streams). Default 1000 ms.
+   */
   watchPollMs?: number;
   /** SSE keep-alive comment interval. Default 15000 ms. */
   heartbeatMs?: number;
@@ -156,8 +159,10 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const auth = new Authorizer(options.auth);
   const metrics = new ApiMetrics();
-  const hub = new WatchHub();
-  const service = new LeaseService(options.store, clock, maxSkewMs, metrics, hub);
+  // The hub's polling read goes through the service, so it is timed and published like any read.
+  let service: LeaseService;
+  const hub = new WatchHub(options.store, clock, watchPollMs, (name) => service.get(name));
+  service = new LeaseService(options.store, clock, maxSkewMs, metrics, hub);
 
   const app = new OpenAPIHono<Env>({
     defaultHook: (result) => {
@@ -273,7 +278,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   // Server-Sent Events: "lease" events with { lease, free }, the current state first, then every
   // change this instance makes or sees, a "free" event at the instant the lease expires
   // unrenewed, and keep-alive comments. Across instances: changes made elsewhere arrive within
-  // watchPollMs (or at once, when the store pushes).
+  // watchPollMs (or at once, when the store pushes); see WatchHub.
   app.get("/v1/leases/:name/watch", async (c) => {
     const name = leaseName(c);
     await authorize(c, "read", name);
@@ -307,27 +312,9 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
       const unsubscribe = hub.subscribe(name, (stored) => void send(stored));
       try {
         await send(first);
-        const pushing = options.store.watch;
-        if (pushing) {
-          void (async () => {
-            for await (const stored of pushing.call(options.store, name, done.signal)) await send(stored);
-          })().catch(() => done.abort());
-        }
-        let lastBeat = clock.now();
         while (!done.signal.aborted) {
-          await clock.sleep(Math.min(watchPollMs, heartbeatMs), done.signal);
-          if (done.signal.aborted) break;
-          if (!pushing) {
-            try {
-              await send(await service.get(name));
-            } catch {
-              // A failed poll is retried at the next tick; the stream stays open.
-            }
-          }
-          if (clock.now() - lastBeat >= heartbeatMs) {
-            lastBeat = clock.now();
-            await stream.write(": keep-alive\n\n");
-          }
+          await clock.sleep(heartbeatMs, done.signal);
+          if (!done.signal.aborted) await stream.write(": keep-alive\n\n");
         }
       } finally {
         unsubscribe();

@@ -1,30 +1,69 @@
 /**
  * In-instance fan-out of lease changes to watch streams. Every write this instance makes and
- * every record it reads is published; each stream drops what it has already sent (same
- * revision). A stream also polls the store (or uses the store's own push, where it has one) so
- * changes made by other instances reach it within the poll interval.
+ * every record it reads is published. While a lease has at least one stream, the hub keeps
+ * exactly one feed for it, however many streams there are: the store's own push when it has one,
+ * else one read every `pollMs` (so changes made through other instances arrive within pollMs at
+ * a cost of one read per lease per interval, not per watcher). Each stream drops what it has
+ * already sent (same revision).
  */
-import type { Stored } from "../lease.js";
+import type { Clock } from "../clock.js";
+import type { LeaseStore, Stored } from "../lease.js";
 
 type Subscriber = (stored: Stored | null) => void;
 
+interface Feed {
+  subscribers: Set<Subscriber>;
+  stop: AbortController;
+}
+
 export class WatchHub {
-  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private readonly feeds = new Map<string, Feed>();
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly clock: Clock,
+    private readonly pollMs: number,
+    /** The read used by polling (it publishes what it reads, like every read of the API). */
+    private readonly read: (name: string) => Promise<Stored | null>,
+  ) {}
 
   publish(name: string, stored: Stored | null): void {
-    for (const s of this.subscribers.get(name) ?? []) s(stored);
+    for (const s of this.feeds.get(name)?.subscribers ?? []) s(stored);
   }
 
   subscribe(name: string, subscriber: Subscriber): () => void {
-    let subs = this.subscribers.get(name);
-    if (!subs) {
-      subs = new Set();
-      this.subscribers.set(name, subs);
+    let feed = this.feeds.get(name);
+    if (!feed) {
+      const created: Feed = { subscribers: new Set(), stop: new AbortController() };
+      this.feeds.set(name, created);
+      void this.run(name, created.stop.signal);
+      feed = created;
     }
-    subs.add(subscriber);
+    feed.subscribers.add(subscriber);
+    const own = feed;
     return () => {
-      subs.delete(subscriber);
-      if (subs.size === 0) this.subscribers.delete(name);
+      own.subscribers.delete(subscriber);
+      if (own.subscribers.size === 0 && this.feeds.get(name) === own) {
+        this.feeds.delete(name);
+        own.stop.abort();
+      }
     };
+  }
+
+  private async run(name: string, signal: AbortSignal): Promise<void> {
+    const push = this.store.watch;
+    while (!signal.aborted) {
+      try {
+        if (push) {
+          for await (const stored of push.call(this.store, name, signal)) this.publish(name, stored);
+        } else {
+          await this.clock.sleep(this.pollMs, signal);
+          if (!signal.aborted) await this.read(name);
+        }
+      } catch {
+        // A failed read or a broken push is retried after a pause; the streams stay open.
+      }
+      if (push && !signal.aborted) await this.clock.sleep(this.pollMs, signal);
+    }
   }
 }
