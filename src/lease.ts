@@ -130,6 +130,11 @@ export interface LeaseStore {
   watch?(name: string, signal: AbortSignal): AsyncIterable<Stored | null>;
   /** Releases client resources (connections, file handles). */
   close?(): Promise<void>;
+  /**
+   * Optional: a backend with a per-object write-rate limit (GCS: about one write per second)
+   * throws a `LeaseValidationError` for elector settings it cannot sustain.
+   */
+  checkElectorSettings?(settings: { leaseMs: number; renewMs: number; retryMs: number }): void;
 }
 
 export function zodIssues(error: z.ZodError): FieldIssue[] {

@@ -6,6 +6,7 @@
  */
 import { Storage } from "@google-cloud/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Elector } from "../src/elector.js";
 import {
   isAmbiguous,
   LeaseConflictError,
@@ -261,6 +262,14 @@ describe("GcsStore: options and limits", () => {
     expect((error as Error).message).toMatch(/renewMs: .*one write per second/);
     expect(() => checkGcsElectorSettings({ leaseMs: 15_000, renewMs: 5000, retryMs: 2000 })).not.toThrow();
     expect(GcsStore.checkElectorSettings).toBe(checkGcsElectorSettings);
+  });
+
+  it("an Elector on the GCS store refuses renewals faster than one write per second", () => {
+    const store = ownClient();
+    expect(() => new Elector({ store, name: "gcs/fast", leaseMs: 2000, renewMs: 500 })).toThrow(
+      /invalid elector options for the GCS store: renewMs: expected at least 1000 ms, got 500/,
+    );
+    expect(new Elector({ store, name: "gcs/ok", leaseMs: 15_000 }).renewMs).toBe(5000);
   });
 
   it("rejects bad options and foreign revisions naming the field", async () => {

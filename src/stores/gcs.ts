@@ -97,6 +97,11 @@ export class GcsStore implements LeaseStore {
   static readonly minWriteIntervalMs = GCS_MIN_WRITE_INTERVAL_MS;
   static readonly checkElectorSettings = checkGcsElectorSettings;
 
+  /** The elector calls this with its resolved settings (LeaseStore.checkElectorSettings). */
+  checkElectorSettings(settings: { leaseMs: number; renewMs: number; retryMs: number }): void {
+    checkGcsElectorSettings(settings);
+  }
+
   readonly bucket: Bucket;
   readonly prefix: string;
   private readonly readCurrentOnConflict: boolean;
