@@ -25,7 +25,7 @@ import {
   newWriteId,
   type Stored,
 } from "./lease.js";
-import { resolveElectorOptions } from "./options.js";
+import { resolveElectorOptions, validateRunAsLeaderArguments } from "./options.js";
 
 export interface ElectorOptions {
   /** Where the lease lives. */
@@ -669,6 +669,7 @@ export async function runAsLeader<T>(
   options: RunAsLeaderOptions,
   fn: (context: LeaderContext) => Promise<T> | T,
 ): Promise<T | undefined> {
+  validateRunAsLeaderArguments(options, fn);
   const elector = new Elector(options);
   options.onElector?.(elector);
   return new Promise<T | undefined>((resolve, reject) => {

@@ -104,3 +104,21 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
     metadata: o.metadata,
   };
 }
+
+/**
+ * runAsLeader's own arguments, checked before anything campaigns: a bad `fn` would otherwise be
+ * found only once elected (the lease taken, then released, for nothing).
+ */
+export function validateRunAsLeaderArguments(options: unknown, fn: unknown): void {
+  const o = (typeof options === "object" && options !== null ? options : {}) as Record<string, unknown>;
+  const signal = o.signal as { aborted?: unknown; addEventListener?: unknown } | undefined;
+  const issues: FieldIssue[] = [];
+  if (typeof fn !== "function") issues.push({ path: "fn", message: "expected a function (context) => result" });
+  if (signal !== undefined && (typeof signal?.aborted !== "boolean" || typeof signal.addEventListener !== "function")) {
+    issues.push({ path: "signal", message: "expected an AbortSignal" });
+  }
+  if (o.onElector !== undefined && typeof o.onElector !== "function") {
+    issues.push({ path: "onElector", message: "expected a function (elector) => void" });
+  }
+  if (issues.length > 0) throw new LeaseValidationError("runAsLeader arguments", issues);
+}
