@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { Stored } from "../src/lease.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { CliProcesses, jobCommand, readLog, until } from "./support/cli-processes.js";
@@ -15,63 +15,59 @@ import { CliProcesses, jobCommand, readLog, until } from "./support/cli-processe
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-run-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-let dir: string;
-let store: SqliteStore;
-let url: string;
-let log: string;
-const procs = new CliProcesses();
-let n = 0;
-
-beforeEach(() => {
-  dir = join(root, String(n++));
-  url = `sqlite:${join(dir, "leases.db")}`;
-  log = join(dir, "job.log");
-  store = new SqliteStore({ path: join(dir, "leases.db") });
-});
-afterEach(async () => {
-  await procs.killAll();
-  await store.close();
-});
-
-function wrapper(identity: string, leaseMs: number, job: string[], ...flags: string[]) {
-  return procs.start([
-    "run",
-    "--lease",
-    "jobs/nightly",
-    "--store",
-    url,
-    "--identity",
-    identity,
-    "--lease-ms",
-    String(leaseMs),
-    ...flags,
-    "--",
-    ...job,
-  ]);
-}
-
-const record = async (): Promise<Stored | null> => store.get("jobs/nightly");
-const started = (identity: string) => () => readLog(log).find((l) => l.identity === identity && l.event === "start");
-
-/** Terms grow with each start, and every command stopped before the next one started. */
-function expectNoOverlap(): void {
-  const lines = readLog(log);
-  const starts = lines.filter((l) => l.event === "start");
-  for (let i = 1; i < starts.length; i++) {
-    const [prev, next] = [starts[i - 1]!, starts[i]!];
-    expect(next.term).toBeGreaterThan(prev.term);
-    const stop = lines.find((l) => l.event === "stop" && l.identity === prev.identity && l.term === prev.term);
-    expect(stop, `${prev.identity} term ${prev.term} stopped`).toBeDefined();
-    expect(stop!.at).toBeLessThanOrEqual(next.at);
-  }
+/** One test's world: its own SQLite file, log and children, all cleaned up when the test ends. */
+function world(onTestFinished: (fn: () => Promise<void>) => void) {
+  const dir = mkdtempSync(join(root, "t-"));
+  const url = `sqlite:${join(dir, "leases.db")}`;
+  const log = join(dir, "job.log");
+  const store = new SqliteStore({ path: join(dir, "leases.db") });
+  const procs = new CliProcesses();
+  onTestFinished(async () => {
+    await procs.killAll();
+    await store.close();
+  });
+  const wrapper = (identity: string, leaseMs: number, job: string[], ...flags: string[]) =>
+    procs.start([
+      "run",
+      "--lease",
+      "jobs/nightly",
+      "--store",
+      url,
+      "--identity",
+      identity,
+      "--lease-ms",
+      String(leaseMs),
+      ...flags,
+      "--",
+      ...job,
+    ]);
+  const record = async (): Promise<Stored | null> => store.get("jobs/nightly");
+  const started = (identity: string) => () => readLog(log).find((l) => l.identity === identity && l.event === "start");
+  /** Terms grow with each start, and every command stopped before the next one started. */
+  const expectNoOverlap = (): void => {
+    const lines = readLog(log);
+    const starts = lines.filter((l) => l.event === "start");
+    for (let i = 1; i < starts.length; i++) {
+      const [prev, next] = [starts[i - 1]!, starts[i]!];
+      expect(next.term).toBeGreaterThan(prev.term);
+      const stop = lines.find((l) => l.event === "stop" && l.identity === prev.identity && l.term === prev.term);
+      expect(stop, `${prev.identity} term ${prev.term} stopped`).toBeDefined();
+      expect(stop!.at).toBeLessThanOrEqual(next.at);
+    }
+  };
+  const job = (...mode: string[]) => jobCommand(log, ...mode);
+  return { url, log, procs, wrapper, record, started, expectNoOverlap, job };
 }
 
 describe("leasehold run", () => {
-  it("a leader killed with SIGKILL: its command is stopped by the guard, the other takes over after the lease", async () => {
+  it("a leader killed with SIGKILL: its command is stopped by the guard, the other takes over after the lease", async ({
+    onTestFinished,
+  }) => {
+    const { log, wrapper, record, started, expectNoOverlap, job } = world(onTestFinished);
     const leaseMs = 1500;
-    const a = wrapper("A", leaseMs, jobCommand(log, "sleep"));
+    const a = wrapper("A", leaseMs, job("sleep"));
     await until("A's command to start", started("A"));
-    const b = wrapper("B", leaseMs, jobCommand(log, "sleep"));
+    const b = wrapper("B", leaseMs, job("sleep"));
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
 
     const killedAt = Date.now();
@@ -88,11 +84,14 @@ describe("leasehold run", () => {
     expect(b.child.exitCode).toBeNull();
   });
 
-  it("SIGTERM to the leader: forwarded to its command, lease released at once, the other takes over within a poll", async () => {
+  it("SIGTERM to the leader: forwarded to its command, lease released at once, the other takes over within a poll", async ({
+    onTestFinished,
+  }) => {
+    const { wrapper, record, started, expectNoOverlap, job } = world(onTestFinished);
     const leaseMs = 4000;
-    const a = wrapper("A", leaseMs, jobCommand(log, "sleep"));
+    const a = wrapper("A", leaseMs, job("sleep"));
     await until("A's command to start", started("A"));
-    const b = wrapper("B", leaseMs, jobCommand(log, "sleep"));
+    const b = wrapper("B", leaseMs, job("sleep"));
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
 
     const signalledAt = Date.now();
@@ -115,28 +114,34 @@ describe("leasehold run", () => {
     );
   });
 
-  it("exits with the command's status and releases the lease", async () => {
-    const a = wrapper("A", 1500, jobCommand(log, "exit", "3"));
+  it.concurrent("exits with the command's status and releases the lease", async ({ onTestFinished }) => {
+    const { wrapper, record, job } = world(onTestFinished);
+    const a = wrapper("A", 1500, job("exit", "3"));
     expect((await a.exited).code).toBe(3);
     expect((await record())?.record).toMatchObject({ holder: null, term: 1 });
     expect(a.stderr()).toContain("command exited with status 3");
   });
 
-  it("a command killed by a signal: 128 + the signal number", async () => {
-    const a = wrapper("A", 1500, jobCommand(log, "killself"));
+  it.concurrent("a command killed by a signal: 128 + the signal number", async ({ onTestFinished }) => {
+    const { wrapper, record, job } = world(onTestFinished);
+    const a = wrapper("A", 1500, job("killself"));
     expect((await a.exited).code).toBe(128 + 9);
     expect((await record())?.record.holder).toBeNull();
   });
 
-  it("a command that cannot be found: 127, lease released", async () => {
+  it.concurrent("a command that cannot be found: 127, lease released", async ({ onTestFinished }) => {
+    const { wrapper, record } = world(onTestFinished);
     const a = wrapper("A", 1500, ["/nonexistent/leasehold-test-command"]);
     expect((await a.exited).code).toBe(127);
     expect(a.stderr()).toContain("could not be started");
     expect((await record())?.record).toMatchObject({ holder: null, term: 1 });
   });
 
-  it("a command that ignores SIGTERM is killed after --grace-ms, then the lease is released", async () => {
-    const a = wrapper("A", 1500, jobCommand(log, "stubborn"), "--grace-ms", "300");
+  it.concurrent("a command that ignores SIGTERM is killed after --grace-ms, then the lease is released", async ({
+    onTestFinished,
+  }) => {
+    const { log, wrapper, record, started, job } = world(onTestFinished);
+    const a = wrapper("A", 1500, job("stubborn"), "--grace-ms", "300");
     await until("A's command to start", started("A"));
     a.child.kill("SIGTERM");
     expect((await a.exited).code).toBe(128 + 9);
@@ -144,8 +149,9 @@ describe("leasehold run", () => {
     expect((await record())?.record).toMatchObject({ holder: null, term: 1 });
   });
 
-  it("leadership lost under the command: SIGTERM to it, then exit 75", async () => {
-    const a = wrapper("A", 1500, jobCommand(log, "sleep"));
+  it.concurrent("leadership lost under the command: SIGTERM to it, then exit 75", async ({ onTestFinished }) => {
+    const { url, log, procs, wrapper, started, job } = world(onTestFinished);
+    const a = wrapper("A", 1500, job("sleep"));
     await until("A's command to start", started("A"));
     const released = await procs.run(["release", "jobs/nightly", "--holder", "A", "--term", "1", "--store", url]);
     expect(released.code).toBe(0);
@@ -155,11 +161,14 @@ describe("leasehold run", () => {
     expect(readLog(log).map((l) => l.event)).toEqual(["start", "stop"]);
   });
 
-  it("--once: after the command succeeds the leader holds the term without rerunning; a stop hands over", async () => {
+  it("--once: after the command succeeds the leader holds the term without rerunning; a stop hands over", async ({
+    onTestFinished,
+  }) => {
+    const { log, wrapper, record, started, expectNoOverlap, job } = world(onTestFinished);
     const leaseMs = 1000;
-    const a = wrapper("A", leaseMs, jobCommand(log, "exit", "0"), "--once");
+    const a = wrapper("A", leaseMs, job("exit", "0"), "--once");
     await until("A's command to finish", () => a.stderr().includes("holding"));
-    const b = wrapper("B", leaseMs, jobCommand(log, "exit", "0"), "--once");
+    const b = wrapper("B", leaseMs, job("exit", "0"), "--once");
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
     const before = (await record())!;
     // Two full leases: B would have taken over by now had A stopped renewing or released.
@@ -177,10 +186,11 @@ describe("leasehold run", () => {
     expectNoOverlap();
   });
 
-  it("SIGTERM while waiting: stops campaigning, 128 + 15, never runs the command", async () => {
-    wrapper("A", 1500, jobCommand(log, "sleep"));
+  it("SIGTERM while waiting: stops campaigning, 128 + 15, never runs the command", async ({ onTestFinished }) => {
+    const { log, wrapper, record, started, job } = world(onTestFinished);
+    wrapper("A", 1500, job("sleep"));
     await until("A's command to start", started("A"));
-    const b = wrapper("B", 1500, jobCommand(log, "sleep"));
+    const b = wrapper("B", 1500, job("sleep"));
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
     b.child.kill("SIGTERM");
     expect((await b.exited).code).toBe(128 + 15);
