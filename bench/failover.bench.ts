@@ -12,7 +12,7 @@
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import type { Algorithm } from "./support/common.js";
-import { QUICK, tempDir } from "./support/common.js";
+import { machineLoad, QUICK, tempDir } from "./support/common.js";
 import { type PairSample, type PairSpec, runPairRound } from "./support/pairs.js";
 import { median, quantile, type Table } from "./table.js";
 
@@ -85,7 +85,7 @@ function failoverTable(samples: PairSample[], anomalies: string[]): Table {
       `Leader stopped with release: false at a random point of a leaseMs/3 window; one follower per lease; ` +
       `${PARALLEL} leases at once per (store, elector), real time, ms. Both electors: retryMs = leaseMs / 7.5; ` +
       `ours renewMs = leaseMs / 3, polling renews every retryMs (client-go), RenewDeadline = 2/3 leaseMs. ` +
-      `p99 of few runs is close to the maximum. Lower bound: leaseMs after the last renewal.` +
+      `p99 of few runs is close to the maximum. Lower bound: leaseMs after the last renewal. ${machineLoad()} at the end.` +
       (anomalies.length > 0
         ? ` Anomalies: ${anomalies.join("; ")}.`
         : " No anomalies (every follower led, none early)."),

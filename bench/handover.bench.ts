@@ -13,7 +13,7 @@ import { serve } from "../src/runtime/node.js";
 import { HttpStore } from "../src/stores/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { defaultRetryMs, QUICK, tempDir } from "./support/common.js";
+import { defaultRetryMs, machineLoad, QUICK, tempDir } from "./support/common.js";
 import { etcdHandovers } from "./support/etcd-handover.js";
 import { startEtcd } from "./support/etcd-server.js";
 import { type PairSample, type PairSpec, runPairRound } from "./support/pairs.js";
@@ -80,7 +80,8 @@ export async function run(): Promise<Table[]> {
       note:
         `leaseMs ${LEASE_MS}, retryMs ${defaultRetryMs(LEASE_MS)} (defaults); one follower per lease, ${PARALLEL} leases ` +
         `at once per variant, ${ROUNDS} round(s); ms from the stop() call to the follower's elected event, all on ` +
-        `127.0.0.1. etcd: two clients, resign() → the waiting campaign's elected event, ${ETCD_RUNS} sequential runs.` +
+        `127.0.0.1. etcd: two clients, resign() → the waiting campaign's elected event, ${ETCD_RUNS} sequential runs. ` +
+        `${machineLoad()} at the end.` +
         (anomalies.length > 0 ? ` Anomalies: ${anomalies.join("; ")}.` : ""),
       columns: ["elector and store", "how the follower learns", "runs", "median ms", "p99 ms"],
       rows,

@@ -4,7 +4,7 @@
  * against ours and the client-go-style baseline.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Elector, type ElectorOptions } from "../../src/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
@@ -12,6 +12,14 @@ import { PollingElector } from "./polling-elector.js";
 
 /** `BENCH_QUICK=1`: a smoke run with few repetitions (numbers are then indicative only). */
 export const QUICK = process.env.BENCH_QUICK === "1";
+
+/**
+ * The machine's 1-minute load average against its core count, for table notes: timing numbers
+ * taken while other processes compete for the cores are late by that competition, not by us.
+ */
+export function machineLoad(): string {
+  return `1-min load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores`;
+}
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -1,0 +1,265 @@
+/**
+ * Scale: one process holding 1 to 10,000 leases, one Elector per lease (each the only candidate,
+ * so each is a leader renewing every second), on the memory and SQLite stores. Over a measuring
+ * window: CPU (process.cpuUsage), memory (RSS, and heap per elector after a forced GC), renewals
+ * done vs due, renewal latency (send -> `renewed` event), renewal lateness (how far each renewal was
+ * sent after its schedule: the event loop's backlog) and leases lost.
+ * Then the HTTP API under load: autocannon on loopback against `serve()` on SQLite in a child
+ * process, renewing 100 leases acquired first.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import autocannon from "autocannon";
+import { Elector } from "../src/elector.js";
+import type { LeaseStore } from "../src/lease.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
+import { median, quantile, type Table } from "./table.js";
+
+const COUNTS = [1, 100, 1000, 10_000];
+const LEASE_MS = 3000;
+const RENEW_MS = 1000;
+const WINDOW_MS = QUICK ? 2000 : 5000;
+const LOAD_SECONDS = QUICK ? 3 : 10;
+const LOAD_LEASES = 100;
+const LOAD_CONNECTIONS = 10;
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+interface ScaleRow {
+  store: string;
+  leases: number;
+  cpuPercent: number;
+  rssMiB: number;
+  heapKiBPerLease: number;
+  renewalsDone: number;
+  renewalsDue: number;
+  latencyMedian: number;
+  latencyP99: number;
+  latenessP99: number;
+  lost: number;
+  load: string;
+}
+
+export async function run(): Promise<Table[]> {
+  const rows: ScaleRow[] = [];
+  const dir = tempDir("scale");
+  try {
+    for (const storeName of ["memory", "sqlite"] as const) {
+      for (const n of COUNTS) {
+        const store: LeaseStore =
+          storeName === "memory" ? new MemoryStore() : new SqliteStore({ path: dir.path(`scale-${n}.db`) });
+        rows.push(await measure(storeName, store, n));
+        await store.close?.();
+      }
+    }
+    const load = await apiLoad(dir.path("load.db"));
+    return [scaleTable(rows), load];
+  } finally {
+    dir.remove();
+  }
+}
+
+async function measure(storeName: string, store: LeaseStore, n: number): Promise<ScaleRow> {
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const electors: Elector[] = [];
+  let measuring = false;
+  const latencies: number[] = [];
+  const lateness: number[] = [];
+  let renewals = 0;
+  let lost = 0;
+  let elected = 0;
+  for (let i = 0; i < n; i++) {
+    const e = new Elector({ store, name: `scale/${n}/${i}`, identity: `p-${i}`, leaseMs: LEASE_MS, renewMs: RENEW_MS });
+    let previousSentAt: number | undefined;
+    e.on("elected", () => {
+      elected++;
+      previousSentAt = e.current.lastRenewalSentAt;
+    });
+    e.on("renewed", () => {
+      const sentAt = e.current.lastRenewalSentAt ?? Number.NaN;
+      if (measuring) {
+        renewals++;
+        latencies.push(performance.now() - sentAt);
+        if (previousSentAt !== undefined) lateness.push(sentAt - previousSentAt - RENEW_MS);
+      }
+      previousSentAt = sentAt;
+    });
+    e.on("deposed", () => {
+      if (measuring) lost++;
+    });
+    electors.push(e);
+  }
+  // Start them spread over one renewal period, as leases acquired over time would be; all at the
+  // same instant would measure a burst every second instead.
+  const started = performance.now();
+  for (let i = 0; i < n; i++) {
+    const due = started + (i * RENEW_MS) / n;
+    const ahead = due - performance.now();
+    if (ahead > 4) await sleep(ahead);
+    electors[i]!.start();
+  }
+  const deadline = performance.now() + 30_000;
+  while (elected < n && performance.now() < deadline) await sleep(50);
+  await sleep(RENEW_MS); // one full renewal round before measuring
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  measuring = true;
+  await sleep(WINDOW_MS);
+  measuring = false;
+  const cpu = process.cpuUsage(cpu0);
+  const elapsed = performance.now() - t0;
+  const rss = process.memoryUsage().rss;
+  gc();
+  const heapPerLease = (process.memoryUsage().heapUsed - heapBefore) / n;
+  await Promise.all(electors.map((e) => e.stop({ release: false })));
+  return {
+    store: storeName,
+    leases: n,
+    cpuPercent: ((cpu.user + cpu.system) / 1000 / elapsed) * 100,
+    rssMiB: rss / 2 ** 20,
+    heapKiBPerLease: heapPerLease / 1024,
+    renewalsDone: renewals,
+    renewalsDue: Math.round((n * elapsed) / RENEW_MS),
+    latencyMedian: median(latencies),
+    latencyP99: quantile(latencies, 0.99),
+    latenessP99: quantile(lateness, 0.99),
+    lost,
+    load: loadavg()[0]?.toFixed(1) ?? "?",
+  };
+}
+
+function scaleTable(rows: ScaleRow[]): Table {
+  return {
+    title: "Scale: one process, one Elector per lease",
+    note:
+      `Each elector the only candidate of its lease (so a leader), leaseMs ${LEASE_MS}, renewMs ${RENEW_MS}, starts spread ` +
+      `over one renewal period; measured over ${WINDOW_MS / 1000} s after one renewal round. CPU = process.cpuUsage / wall ` +
+      `time (100 % = one of the 2 cores). Heap per lease after a forced GC, against the heap before the electors existed. ` +
+      `Latency = renewal sent -> renewed event; lateness = how much later than renewMs after the previous one a renewal ` +
+      `was sent (timer and event-loop backlog). Lost = leases deposed in the window. ms unless named. Load = the ` +
+      `machine's 1-min load average after the window (2 cores; other processes' load delays timers too).`,
+    columns: [
+      "store",
+      "leases",
+      "CPU %",
+      "RSS MiB",
+      "heap KiB / lease",
+      "renewals done / due",
+      "latency median",
+      "latency p99",
+      "lateness p99",
+      "lost",
+      "load",
+    ],
+    rows: rows.map((r) => [
+      r.store,
+      r.leases,
+      r.cpuPercent,
+      r.rssMiB,
+      r.heapKiBPerLease,
+      `${r.renewalsDone} / ${r.renewalsDue}`,
+      r.latencyMedian,
+      r.latencyP99,
+      r.latenessP99,
+      r.lost,
+      r.load,
+    ]),
+  };
+}
+
+/** autocannon against the API in a child process: POST .../renew over LOAD_LEASES leases. */
+async function apiLoad(dbPath: string): Promise<Table> {
+  const script = join(import.meta.dirname, "support", "api-server-process.ts");
+  const child = spawn(process.execPath, ["--import", "tsx", script, dbPath], { stdio: ["pipe", "pipe", "inherit"] });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        const line = out.split("\n")[0];
+        if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
+      });
+      child.once("exit", (code) => reject(new Error(`API process exited with code ${code}`)));
+    });
+    const leases: Array<{ path: string; body: string }> = [];
+    for (let i = 0; i < LOAD_LEASES; i++) {
+      const name = encodeURIComponent(`load/lease-${i}`);
+      const response = await fetch(`${url}/v1/leases/${name}/acquire`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ holder: "bench", leaseMs: 120_000 }),
+      });
+      const { lease } = (await response.json()) as { lease: { term: number } };
+      leases.push({ path: `/v1/leases/${name}/renew`, body: JSON.stringify({ holder: "bench", term: lease.term }) });
+    }
+    let next = 0;
+    const cpuBefore = processCpuMs(child.pid);
+    const result = await autocannon({
+      url,
+      connections: LOAD_CONNECTIONS,
+      duration: LOAD_SECONDS,
+      requests: [
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          setupRequest: (request) => {
+            const lease = leases[next++ % leases.length]!;
+            return { ...request, path: lease.path, body: lease.body };
+          },
+        },
+      ],
+    });
+    const serverCpu = ((processCpuMs(child.pid) - cpuBefore) / (result.duration * 1000)) * 100;
+    return {
+      title: "HTTP API under load: renewals per second",
+      note:
+        `autocannon ${LOAD_CONNECTIONS} connections for ${LOAD_SECONDS} s on 127.0.0.1, POST /v1/leases/{name}/renew ` +
+        `(valid holder and term) round-robin over ${LOAD_LEASES} leases acquired first; the API (Node runtime, SQLite ` +
+        `store) in its own process, autocannon in the parent; both share the 2 cores. Latency in ms; server CPU from ` +
+        `/proc (100 % = one core). ${machineLoad()} at the end.`,
+      columns: [
+        "renewals / s (mean)",
+        "latency median",
+        "latency p99",
+        "max",
+        "2xx",
+        "non-2xx",
+        "errors",
+        "server CPU %",
+      ],
+      rows: [
+        [
+          result.requests.mean,
+          result.latency.p50,
+          result.latency.p99,
+          result.latency.max,
+          result["2xx"],
+          result.non2xx,
+          result.errors + result.timeouts,
+          serverCpu,
+        ],
+      ],
+    };
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+/** utime + stime of a process, in ms, from /proc (Linux); NaN elsewhere. */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    // After "pid (comm) ", utime and stime are fields 12 and 13 (0-based), in clock ticks (100 Hz).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
