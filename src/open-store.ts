@@ -10,7 +10,7 @@
  * `parseStoreUrl` is pure: it only describes the URL. `openStore` loads the one backend module the
  * URL names through a computed dynamic import, so bundlers (wrangler/esbuild for Workers) do not
  * pull Node-only stores into the core bundle. Runtime-neutral: the environment is passed in, never
- * read from the process.
+ * read from globals.
  */
 import { LeaseholdError, LeaseValidationError } from "./errors.js";
 import type { LeaseStore } from "./lease.js";
@@ -251,6 +251,9 @@ async function loadStoreModule<T>(kind: StoreKind, specifier: string): Promise<T
     throw error;
   }
 }
+
+/** The loader itself, exported for its test only (a missing module cannot be staged otherwise). */
+export const loadStoreModuleForTest = loadStoreModule;
 
 // The constructors this module relies on, stated structurally so this file does not depend on
 // the other store modules at compile time.
