@@ -1,0 +1,177 @@
+/**
+ * Library overhead per backend: one compare-and-swap as the raw client call, through the store's
+ * `put`, and as a full Elector renewal (from the renewal being sent to the `renewed` event: record
+ * building, the call timeout race, the store call, adopting the result, re-arming the watchdog).
+ * - memory: raw = a hand-written Map compare-and-set (no validation, no copies);
+ * - sqlite: raw = the store's `UPDATE ... WHERE name = ? AND rev = ?` through better-sqlite3 directly;
+ * - http: raw = one `fetch` PUT with If-Match to a local `serve()` on SQLite (same process).
+ * DynamoDB and GCS have their own benchmarks (dynamodb.bench.ts, gcs.bench.ts) with the same rows;
+ * they are referenced here, not repeated.
+ */
+import Database from "better-sqlite3";
+import { Elector } from "../src/elector.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../src/lease.js";
+import { serve } from "../src/runtime/node.js";
+import { HttpStore } from "../src/stores/http.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { machineLoad, QUICK, tempDir } from "./support/common.js";
+import { median, quantile, type Table, timeCalls } from "./table.js";
+
+const N = QUICK ? 200 : 2000;
+/** Renewals timed through a real Elector (each waits renewMs on a timer, so fewer). */
+const RENEWALS = QUICK ? 100 : 500;
+
+type Samples = { raw: number[]; put: number[]; renewal: number[] };
+
+function record(name: string): LeaseRecord {
+  const now = Date.now();
+  return {
+    name,
+    holder: "bench",
+    term: 1,
+    leaseMs: 15_000,
+    acquiredAt: now,
+    renewedAt: now,
+    metadata: { addr: "10.0.0.7:8080" },
+    writeId: newWriteId(),
+  };
+}
+
+/** store.put chained on its own revisions, one call at a time. */
+async function timePut(store: LeaseStore, name: string): Promise<number[]> {
+  let held: Stored = await store.put(record(name), null);
+  return timeCalls(N, async () => {
+    held = await store.put({ ...held.record, renewedAt: Date.now(), writeId: newWriteId() }, held.revision);
+  });
+}
+
+/** A real Elector renewing as fast as its timer allows; each sample is send -> `renewed`. */
+async function timeElectorRenewals(store: LeaseStore, name: string): Promise<number[]> {
+  const elector = new Elector({
+    store,
+    name,
+    identity: "bench",
+    leaseMs: 2000,
+    renewMs: 1,
+    // The default (renewMs) would turn a 1 ms scheduling hiccup into an ambiguous write.
+    callTimeoutMs: 1000,
+  });
+  const samples: number[] = [];
+  let warmup = 20;
+  const done = new Promise<void>((resolve) => {
+    elector.on("renewed", () => {
+      const sentAt = elector.current.lastRenewalSentAt ?? Number.NaN;
+      if (warmup-- > 0) return;
+      samples.push(performance.now() - sentAt);
+      if (samples.length >= RENEWALS) resolve();
+    });
+  });
+  elector.start();
+  await done;
+  await elector.stop({ release: false });
+  return samples;
+}
+
+async function memorySamples(): Promise<Samples> {
+  const map = new Map<string, { rev: number; record: LeaseRecord }>();
+  let rev = 0;
+  map.set("raw", { rev, record: record("raw") });
+  const raw = await timeCalls(N, async () => {
+    const current = map.get("raw");
+    if (current?.rev !== rev) throw new Error("conflict");
+    map.set("raw", { rev: ++rev, record: { ...current.record, renewedAt: Date.now(), writeId: newWriteId() } });
+  });
+  const store = new MemoryStore();
+  return { raw, put: await timePut(store, "put"), renewal: await timeElectorRenewals(store, "renew") };
+}
+
+async function sqliteSamples(path: (file: string) => string): Promise<Samples> {
+  const file = path("overhead.db");
+  const store = new SqliteStore({ path: file });
+  // The same table and statement the store prepares, on a connection of our own.
+  const db = new Database(file);
+  const update = db.prepare("UPDATE leases SET rev = rev + 1, record = ? WHERE name = ? AND rev = ?");
+  const first = await store.put(record("raw"), null);
+  let rev = Number(first.revision);
+  const raw = await timeCalls(N, async () => {
+    const json = JSON.stringify({ ...first.record, renewedAt: Date.now(), writeId: newWriteId() });
+    if (update.run(json, "raw", rev).changes !== 1) throw new Error("conflict");
+    rev++;
+  });
+  const samples = { raw, put: await timePut(store, "put"), renewal: await timeElectorRenewals(store, "renew") };
+  db.close();
+  await store.close();
+  return samples;
+}
+
+async function httpSamples(path: (file: string) => string): Promise<Samples> {
+  const sqlite = new SqliteStore({ path: path("http.db") });
+  const server = await serve({ store: sqlite, host: "127.0.0.1", port: 0, insecureNoAuth: true });
+  try {
+    const store = new HttpStore({ baseUrl: server.url });
+    const first = await store.put(record("raw"), null);
+    let revision = first.revision;
+    const raw = await timeCalls(N, async () => {
+      const { name: _name, renewedAt: _renewedAt, ...body } = first.record;
+      const response = await fetch(`${server.url}/v1/leases/raw`, {
+        method: "PUT",
+        headers: { "content-type": "application/json", "if-match": `"${revision}"` },
+        body: JSON.stringify({ ...body, writeId: newWriteId() }),
+      });
+      if (response.status !== 200) throw new Error(`PUT answered ${response.status}`);
+      revision = ((await response.json()) as { revision: string }).revision;
+    });
+    return { raw, put: await timePut(store, "put"), renewal: await timeElectorRenewals(store, "renew") };
+  } finally {
+    await server.close();
+    await sqlite.close();
+  }
+}
+
+export async function run(): Promise<Table[]> {
+  const dir = tempDir("overhead");
+  const rows: Array<Array<string | number>> = [];
+  const us = (ms: number) => ms * 1000;
+  try {
+    const backends: Array<[string, string, () => Promise<Samples>]> = [
+      ["memory", "hand-written Map compare-and-set", memorySamples],
+      ["sqlite", "better-sqlite3 UPDATE ... WHERE rev = ?", () => sqliteSamples(dir.path)],
+      ["http → sqlite", "fetch PUT with If-Match", () => httpSamples(dir.path)],
+    ];
+    for (const [backend, rawLabel, measure] of backends) {
+      const s = await measure();
+      const base = median(s.raw);
+      const row = (what: string, samples: number[]) => [
+        backend,
+        what,
+        us(median(samples)),
+        us(quantile(samples, 0.99)),
+        median(samples) / base,
+      ];
+      rows.push(row(`raw: ${rawLabel}`, s.raw), row("store.put", s.put), row("Elector renewal", s.renewal));
+    }
+  } finally {
+    dir.remove();
+  }
+  for (const backend of ["dynamodb", "gcs"]) {
+    rows.push([
+      backend,
+      `see the ${backend}.bench.ts table in the same run (raw SDK vs store vs renewal)`,
+      "-",
+      "-",
+      "-",
+    ]);
+  }
+  return [
+    {
+      title: "Library overhead: one CAS raw vs store.put vs an Elector renewal",
+      note:
+        `One call at a time on one lease, ${N} store calls after 20 warm-up calls, ${RENEWALS} Elector renewals ` +
+        `(renewMs 1) after 20; µs. Ratio = median / raw median. The HTTP server runs in the same process as the ` +
+        `client. ${machineLoad()} at the end.`,
+      columns: ["backend", "operation", "median µs", "p99 µs", "ratio to raw"],
+      rows,
+    },
+  ];
+}
