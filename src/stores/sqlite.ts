@@ -11,6 +11,7 @@ import { z } from "zod";
 import {
   type CallOptions,
   LeaseConflictError,
+  LeaseCorruptError,
   type LeaseRecord,
   type LeaseStore,
   LeaseStoreError,
@@ -158,5 +159,13 @@ export class SqliteStore implements LeaseStore {
 }
 
 function toStored(row: Row): Stored {
-  return { record: parseRecord(row.name, row.record), revision: String(row.rev) };
+  // SQLite columns are dynamically typed: a foreign write can leave any value in rev, and a
+  // revision this store never issues would only fail later, as a confusing CAS error.
+  const rev: unknown = row.rev;
+  if (typeof rev !== "number" || !Number.isSafeInteger(rev) || rev < 1) {
+    throw new LeaseCorruptError(row.name, [
+      { path: "rev", message: `expected a positive integer revision, got ${JSON.stringify(rev)}` },
+    ]);
+  }
+  return { record: parseRecord(row.name, row.record), revision: String(rev) };
 }
