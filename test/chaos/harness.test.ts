@@ -1,0 +1,160 @@
+/** The chaos harness's own parts: the process gate, the faulty network, and the checker's rules. */
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/clock.js";
+import { LeaseConflictError } from "../../src/lease.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { makeRecord } from "../conformance/store-contract.js";
+import { ChaosStore, Network, NO_FAULTS } from "./chaos-store.js";
+import { checkTrace, SafeWindowTracker } from "./checker.js";
+import { Prng } from "./prng.js";
+import { SimProcess } from "./process.js";
+
+const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function world() {
+  const clock = new ManualClock({ idle: immediate });
+  const proc = (label: string, offset = 0) => new SimProcess(label, clock, offset, immediate);
+  return { clock, proc };
+}
+
+describe("SimProcess", () => {
+  it("a paused process's timers fire late, in the order they came due, with true time moved on", async () => {
+    const { clock, proc } = world();
+    const p = proc("p");
+    const fired: Array<[string, number]> = [];
+    void p.clock.sleep(300).then(() => fired.push(["b", clock.now()]));
+    void p.clock.sleep(100).then(() => fired.push(["a", clock.now()]));
+    p.pause();
+    await clock.advance(1000);
+    expect(fired).toEqual([]);
+    expect(p.backlog).toBe(2);
+    await p.resume();
+    expect(fired).toEqual([
+      ["a", 1000],
+      ["b", 1000],
+    ]);
+    expect(p.clock.now()).toBe(1000);
+  });
+
+  it("a crashed process never runs again; its wall clock is offset by its skew", async () => {
+    const { clock, proc } = world();
+    const p = proc("p", -250);
+    expect(p.clock.wallNow()).toBe(clock.wallNow() - 250);
+    let fired = false;
+    void p.clock.sleep(10).then(() => {
+      fired = true;
+    });
+    p.crash();
+    await p.resume();
+    await clock.advance(100);
+    expect(fired).toBe(false);
+  });
+});
+
+describe("ChaosStore", () => {
+  it("a put sent before a pause lands while its sender is frozen; the answer arrives on resume", async () => {
+    const { clock, proc } = world();
+    const inner = new MemoryStore();
+    const network = new Network(clock, new Prng(1), { ...NO_FAULTS, baseLatencyMs: 10 });
+    const p = proc("p");
+    const store = new ChaosStore(inner, network, p);
+    let answered = false;
+    void store.put(makeRecord("a/b"), null).then(() => {
+      answered = true;
+    });
+    p.pause();
+    await clock.advance(100);
+    expect((await inner.get("a/b"))?.record.holder).toBe("alice");
+    expect(answered).toBe(false);
+    await p.resume();
+    expect(answered).toBe(true);
+  });
+
+  it("a reordered put is applied only after a later put from another candidate", async () => {
+    const { clock, proc } = world();
+    const inner = new MemoryStore();
+    const network = new Network(clock, new Prng(1), { ...NO_FAULTS, reorderP: 1, maxHoldMs: 10_000 });
+    const first = new ChaosStore(inner, network, proc("first"));
+    const base = await inner.put(makeRecord("a/b"), null);
+    const held = first.put(makeRecord("a/b", { holder: "first", term: 2 }), base.revision);
+    await clock.advance(100);
+    expect(network.applied).toEqual([]);
+    network.profile.reorderP = 0;
+    const second = new ChaosStore(inner, network, proc("second"));
+    await second.put(makeRecord("a/b", { holder: "second", term: 2 }), base.revision);
+    await expect(held).rejects.toBeInstanceOf(LeaseConflictError);
+    expect(network.applied.map((a) => a.sender)).toEqual(["second"]);
+    expect(network.faults.get("reorder")).toBe(1);
+  });
+
+  it("an error after apply is ambiguous and the write did land", async () => {
+    const { clock, proc } = world();
+    const inner = new MemoryStore();
+    const network = new Network(clock, new Prng(1), { ...NO_FAULTS, failAfterP: 1 });
+    const store = new ChaosStore(inner, network, proc("p"));
+    await expect(store.put(makeRecord("a/b"), null)).rejects.toMatchObject({ ambiguous: true });
+    expect(await inner.get("a/b")).not.toBeNull();
+  });
+});
+
+describe("checker", () => {
+  const election = (candidate: string, term: number, at: number) => ({ candidate, identity: candidate, term, at });
+
+  it("accepts a clean handover", () => {
+    expect(
+      checkTrace({
+        elections: [election("a", 1, 0), election("b", 2, 1000)],
+        windows: [
+          { candidate: "a", term: 1, start: 0, end: 900 },
+          { candidate: "b", term: 2, start: 1000, end: 1900 },
+        ],
+        storeWrites: [
+          { holder: "a", term: 1 },
+          { holder: "b", term: 2 },
+        ],
+        fenced: [
+          { writer: "a", term: 1, sentAt: 10, landedAt: 10, accepted: true },
+          { writer: "a", term: 1, sentAt: 1500, landedAt: 1500, accepted: false },
+        ],
+      }),
+    ).toEqual([]);
+  });
+
+  it("names each broken property", () => {
+    const violations = checkTrace({
+      elections: [election("a", 2, 0), election("b", 2, 500), election("a", 1, 900)],
+      windows: [
+        { candidate: "a", term: 2, start: 0, end: 900 },
+        { candidate: "b", term: 2, start: 500, end: 1400 },
+      ],
+      fenced: [
+        { writer: "b", term: 2, sentAt: 600, landedAt: 600, accepted: true },
+        { writer: "a", term: 1, sentAt: 950, landedAt: 950, accepted: true },
+        { writer: "b", term: 2, sentAt: 1000, landedAt: 1000, accepted: false },
+      ],
+    });
+    expect(violations).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^term 2 won twice: by a at 0 and by b at 500$/),
+        expect.stringMatching(/^terms went from 2 .* to 1 /),
+        expect.stringMatching(/^two candidates inside their safe windows at once: a term 2 \[0, 900\) and b term 2/),
+        "resource accepted term 1 from a after term 2",
+        expect.stringMatching(
+          /^resource rejected term 2 from b, sent at 1000 and landed at 1000 inside its safe window$/,
+        ),
+      ]),
+    );
+  });
+
+  it("SafeWindowTracker ends a window at leaderUntil even if the belief lingers (a paused leader)", () => {
+    const t = new SafeWindowTracker();
+    t.sample("a", 0, { term: 1, until: 900 });
+    t.sample("a", 300, { term: 1, until: 1200 });
+    t.sample("a", 2000, { term: 1, until: 1200 });
+    t.sample("a", 2500, undefined);
+    expect(t.windows).toEqual([
+      { candidate: "a", term: 1, start: 0, end: 300 },
+      { candidate: "a", term: 1, start: 300, end: 1200 },
+    ]);
+  });
+});
