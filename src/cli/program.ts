@@ -60,6 +60,16 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
     .option("--once", "run the command once per term: after it exits 0, hold the lease without rerunning", false)
     .argument("<command...>", "the command and its arguments (after --)")
     .passThroughOptions()
+    .addHelpText(
+      "after",
+      `
+The command gets LEASEHOLD_LEASE, LEASEHOLD_TERM (the fencing token) and LEASEHOLD_IDENTITY.
+Exit status: the command's; 75 when leadership was lost (run under a supervisor that restarts).
+
+Examples:
+  leasehold run --lease jobs/report -- ./report.sh --since yesterday
+  leasehold run --lease jobs/migrate --once --store dynamodb://leases?region=eu-west-1 -- npm run migrate`,
+    )
     .action(async (command: string[], opts) => {
       setExitCode(
         await runCommand(
