@@ -165,14 +165,14 @@ describe("leasehold run", () => {
     onTestFinished,
   }) => {
     const { log, wrapper, record, started, expectNoOverlap, job } = world(onTestFinished);
-    const leaseMs = 1000;
+    const leaseMs = 2000; // roomy: a loaded machine must not make A miss renewals
     const a = wrapper("A", leaseMs, job("exit", "0"), "--once");
     await until("A's command to finish", () => a.stderr().includes("holding"));
     const b = wrapper("B", leaseMs, job("exit", "0"), "--once");
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
     const before = (await record())!;
-    // Two full leases: B would have taken over by now had A stopped renewing or released.
-    await new Promise((r) => setTimeout(r, 2 * leaseMs));
+    // More than a lease plus a poll: B would have taken over by now had A stopped renewing or released.
+    await new Promise((r) => setTimeout(r, 1.4 * leaseMs));
     const after = (await record())!;
     expect(after.record).toMatchObject({ holder: "A", term: 1 });
     expect(Number(after.revision)).toBeGreaterThan(Number(before.revision)); // still renewing
