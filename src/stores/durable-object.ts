@@ -305,13 +305,14 @@ export class DurableObjectStore implements LeaseStore {
    * Pushes: opens a WebSocket to the lease's object, yields the current record, then each
    * committed change. When the object drops the socket (reset, code update) it reconnects and
    * carries on (the object sends the current record first, which covers anything missed); a
-   * reconnect that fails throws `LeaseStoreError`, ending the iteration.
+   * reconnect that fails, or a socket closed before its first message, throws `LeaseStoreError`.
    */
   async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
     validateName(name);
     while (!signal.aborted) {
       const socket = await this.connectWatcher(name, signal);
       const messages: unknown[] = [];
+      let received = 0;
       let closed = false;
       let wake: (() => void) | undefined;
       const notify = () => {
@@ -334,11 +335,21 @@ export class DurableObjectStore implements LeaseStore {
         while (!signal.aborted) {
           const data = messages.shift();
           if (data !== undefined) {
+            received++;
             const { stored } = JSON.parse(String(data)) as { stored: StoredWire | null };
             yield stored ? decode(name, stored) : null;
             continue;
           }
-          if (closed) break;
+          if (closed) {
+            // Every connection starts with the current record: one that closed before even that is
+            // a failing object, and reconnecting at once would spin.
+            if (received === 0) {
+              throw new LeaseStoreError(`watch "${name}": the Durable Object closed the WebSocket at once`, {
+                ambiguous: false,
+              });
+            }
+            break;
+          }
           await new Promise<void>((resolve) => {
             wake = resolve;
           });

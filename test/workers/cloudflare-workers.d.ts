@@ -14,3 +14,9 @@ declare module "cloudflare:workers" {
   /** The main module's handlers, called through the runtime like a real request. */
   export const exports: { default: { fetch(request: Request): Promise<Response> } };
 }
+
+/** The pool's test helpers used here (@cloudflare/vitest-pool-workers). */
+declare module "cloudflare:test" {
+  /** Resets every Durable Object instance (as a crash or code update would); storage is kept. */
+  export function abortAllDurableObjects(): Promise<void>;
+}

@@ -3,6 +3,7 @@
  * from wrangler.toml): both conformance suites, the counter revisions, the directory, and the
  * store-level push (`watch`).
  */
+import { abortAllDurableObjects } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../../src/lease.js";
@@ -90,6 +91,23 @@ describe("durable object store", () => {
     expect((await iterator.next()).value).toBeNull();
     const created = await store.put(makeRecord(name), null);
     expect((await iterator.next()).value).toEqual(created);
+    done.abort();
+    expect((await iterator.next()).done).toBe(true);
+  });
+
+  it("watch reconnects when the object is reset, and still hears later changes", async () => {
+    const store = new DurableObjectStore({ namespace: env.LEASES });
+    const name = uniqueName();
+    const first = await store.put(makeRecord(name), null);
+    const done = new AbortController();
+    const iterator = store.watch(name, done.signal)[Symbol.asyncIterator]();
+    expect((await iterator.next()).value).toEqual(first);
+    await abortAllDurableObjects();
+    // The reconnection starts with the current record again (unchanged, so the same revision) ...
+    expect((await iterator.next()).value).toEqual(first);
+    // ... and the reloaded object kept the record and pushes the next change.
+    const released = await store.put(makeRecord(name, { holder: null }), first.revision);
+    expect((await iterator.next()).value).toEqual(released);
     done.abort();
     expect((await iterator.next()).done).toBe(true);
   });
