@@ -8,6 +8,10 @@ import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { TEST_TOKENS } from "./tokens.js";
 
+// Tests never reach the internet: no request.cf download by miniflare, no wrangler metrics.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+process.env.WRANGLER_SEND_METRICS ??= "false";
+
 export default defineConfig({
   plugins: [
     cloudflareTest(({ inject }) => ({
