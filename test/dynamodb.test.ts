@@ -7,7 +7,7 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/lease.js";
+import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/lease.js";
 import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/stores/dynamodb.js";
 import { describeElectorContract } from "./conformance/elector-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "./conformance/store-contract.js";
@@ -51,6 +51,17 @@ describe("dynamodb item layout", () => {
     const next = await store.put(makeRecord(name, { term: 2 }), stored.revision);
     expect(next.revision).toBe("2");
     expect((await rawGet(name))?.rev).toEqual({ N: "2" });
+  });
+
+  it("re-sending a write that already applied is reported applied; reusing its writeId for other fields conflicts", async () => {
+    const store = new DynamoDbStore({ client, table });
+    const name = uniqueName();
+    const record = makeRecord(name);
+    const first = await store.put(record, null);
+    expect(await store.put(record, null)).toEqual(first);
+    const error = await store.put({ ...record, holder: "bob" }, null).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseConflictError);
+    expect((error as LeaseConflictError).current).toEqual(first);
   });
 
   it("uses the configured partition key attribute", async () => {

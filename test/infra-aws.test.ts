@@ -17,7 +17,7 @@ const codeDir = join(dir, "lambda");
 mkdirSync(codeDir);
 writeFileSync(join(codeDir, "index.mjs"), "export const handler = async () => ({ statusCode: 503 });\n");
 
-const TOKENS = JSON.stringify([{ token: "t".repeat(32), prefixes: ["jobs/"], verbs: ["acquire"] }]);
+const TOKENS = JSON.stringify([{ token: "t".repeat(32), prefixes: ["jobs/"], verbs: ["read", "write"] }]);
 
 function synth(props: Partial<LeaseholdStackProps> = {}): Template {
   const app = new App({ outdir: mkdtempSync(join(dir, "out-")) });
@@ -157,8 +157,11 @@ describe("infra/aws: settings from the environment", () => {
 
   it("names the variable that is wrong", () => {
     expect(() => propsFromEnv({ ...base, LEASEHOLD_AUTH: "open" })).toThrow(/^LEASEHOLD_AUTH: expected/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "abc" })).toThrow(/^LEASEHOLD_TOKENS: .*not JSON/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "[]" })).toThrow(/^LEASEHOLD_TOKENS: .*non-empty/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "abc" })).toThrow(/LEASEHOLD_TOKENS: expected JSON/);
+    expect(() =>
+      propsFromEnv({ ...base, LEASEHOLD_TOKENS: '[{"token":"short","prefixes":[""],"verbs":["read"]}]' }),
+    ).toThrow(/LEASEHOLD_TOKENS: .*at least 16 characters/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "[]" })).toThrow(/^LEASEHOLD_TOKENS: expected at least one/);
     expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "1s" })).toThrow(/^LEASEHOLD_MAX_SKEW_MS/);
     expect(() => propsFromEnv({ ...base, LEASEHOLD_TTL_ATTRIBUTE: "a b" })).toThrow(/^LEASEHOLD_TTL_ATTRIBUTE/);
     expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(/^LEASEHOLD_LAMBDA_NODE/);

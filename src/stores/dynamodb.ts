@@ -21,9 +21,9 @@
  *
  * Retries: the store itself never retries, but the SDK does (transient errors, throttling). A
  * retried `PutItem` whose first attempt applied fails its own condition. So on a conflict the
- * store compares the current record's `writeId` with the one it sent: equal means this very
- * write applied and `put` returns it as a success (ids are random per write, so this is proof, not
- * a guess). A different `writeId` is a genuine conflict even after retries: once the expected
+ * store compares the current record with the one it sent. The same `writeId` (random per write)
+ * and the same fields mean this very write applied, and `put` returns it as a success: proof, not
+ * a guess. A different `writeId` is a genuine conflict even after retries: once the expected
  * revision is gone, no attempt with that condition can still apply. When the SDK retried and the
  * current record cannot be read, `put` throws an ambiguous `LeaseStoreError`, and the elector
  * resolves it later by `writeId`.
@@ -288,7 +288,7 @@ export class DynamoDbStore implements LeaseStore {
         throw new LeaseConflictError(record.name, undefined, { cause: error });
       }
     }
-    if (current !== null && current.record.writeId === record.writeId) return current;
+    if (current !== null && sameRecord(current.record, record)) return current;
     throw new LeaseConflictError(record.name, current, { cause: error });
   }
 
@@ -388,6 +388,22 @@ function toPlain(path: string, value: AttributeValue, issues: FieldIssue[]): unk
   if (value.L !== undefined) return value.L.map((v, i) => toPlain(`${path}.${i}`, v, issues));
   issues.push({ path, message: `unsupported DynamoDB type ${Object.keys(value).join(",")}` });
   return undefined;
+}
+
+/** Our own write: the same random writeId and, to be strict about callers reusing ids, the same fields. */
+function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
+  const keys = (m: Record<string, string>) => Object.keys(m).sort();
+  return (
+    a.writeId === b.writeId &&
+    a.name === b.name &&
+    a.holder === b.holder &&
+    a.term === b.term &&
+    a.leaseMs === b.leaseMs &&
+    a.acquiredAt === b.acquiredAt &&
+    a.renewedAt === b.renewedAt &&
+    JSON.stringify(keys(a.metadata)) === JSON.stringify(keys(b.metadata)) &&
+    keys(a.metadata).every((k) => a.metadata[k] === b.metadata[k])
+  );
 }
 
 function errorName(error: unknown): string | undefined {

@@ -3,7 +3,12 @@
  * client with fixed fake credentials (no environment or ~/.aws lookups) and a lease table maker.
  */
 import type { AddressInfo } from "node:net";
-import { CreateTableCommand, DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+} from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 
 // The SDK warns once per process that it will need Node 22 in 2027; known, and noise in test output.
@@ -50,9 +55,13 @@ export function testEndpoint(): string {
 
 let tables = 0;
 
-/** Creates an on-demand table keyed by a string partition key, with a name unique to this process. */
+/**
+ * Creates an on-demand table keyed by a string partition key, with a unique name (test files may
+ * share a process), and returns once it is ACTIVE: dynalite answers ResourceNotFound until then.
+ */
 export async function createLeaseTable(client: DynamoDBClient, partitionKey = "pk"): Promise<string> {
-  const table = `leasehold-${process.pid}-${Date.now().toString(36)}-${tables++}`;
+  const unique = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}-${tables++}`;
+  const table = `leasehold-${process.pid}-${unique}`;
   await client.send(
     new CreateTableCommand({
       TableName: table,
@@ -61,5 +70,10 @@ export async function createLeaseTable(client: DynamoDBClient, partitionKey = "p
       KeySchema: [{ AttributeName: partitionKey, KeyType: "HASH" }],
     }),
   );
-  return table;
+  for (let i = 0; i < 500; i++) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+    if (Table?.TableStatus === "ACTIVE") return table;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error(`dynalite table ${table} did not become ACTIVE`);
 }

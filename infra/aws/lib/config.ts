@@ -2,7 +2,7 @@
  * Stack settings from the environment of `cdk synth`/`cdk deploy`, checked up front so a typo
  * fails with the variable's name instead of a broken deployment:
  *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
- *   LEASEHOLD_TOKENS        JSON array of scoped tokens (required with "tokens")
+ *   LEASEHOLD_TOKENS        JSON array of scoped tokens, checked by the API's parser (required with "tokens")
  *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
@@ -11,6 +11,7 @@
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { parseTokens } from "../../../src/api/auth.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
@@ -22,16 +23,9 @@ export function propsFromEnv(env: Record<string, string | undefined>): Leasehold
     throw new Error(`LEASEHOLD_AUTH: expected "tokens" or "iam", got ${JSON.stringify(auth)}`);
   }
   const tokens = env.LEASEHOLD_TOKENS;
-  if (tokens !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(tokens);
-    } catch {
-      throw new Error("LEASEHOLD_TOKENS: expected a JSON array of tokens, got text that is not JSON");
-    }
-    if (!Array.isArray(parsed) || parsed.length === 0) {
-      throw new Error("LEASEHOLD_TOKENS: expected a non-empty JSON array of tokens");
-    }
+  // The API's own parser: a typo fails the deploy instead of every request.
+  if (tokens !== undefined && parseTokens(tokens).length === 0) {
+    throw new Error("LEASEHOLD_TOKENS: expected at least one token");
   }
   const skew = env.LEASEHOLD_MAX_SKEW_MS;
   if (skew !== undefined && !/^[0-9]+$/.test(skew)) {
