@@ -13,7 +13,8 @@ const ms = (what: string) =>
     .finite({ error: "expected a finite number" })
     .nonnegative({ error: "expected a non-negative number" });
 
-const fieldsSchema = z.object(
+// Strict: a misspelt option (leaseMS) is an error, not a silently ignored default.
+const fieldsSchema = z.strictObject(
   {
     store: z.custom<object>(
       (s) =>
@@ -51,6 +52,9 @@ const fieldsSchema = z.object(
     random: z
       .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
       .optional(),
+    // runAsLeader's own options ride along; validateRunAsLeaderArguments checks them.
+    signal: z.unknown().optional(),
+    onElector: z.unknown().optional(),
   },
   { error: "expected an options object with store and name" },
 );

@@ -49,6 +49,10 @@ describe("elector options", () => {
     expect(issuesOf({ leaseMs: 1000, retryMs: 5000 }).issues.map((i) => i.path)).toEqual(["retryMs"]);
   });
 
+  it("a misspelt option is refused, not ignored", () => {
+    expect(issuesOf({ leaseMS: 5000 }).issues).toEqual([{ path: "leaseMS", message: "unknown field" }]);
+  });
+
   it("metadata over 1 KiB is refused", () => {
     expect(issuesOf({ metadata: { big: "x".repeat(1100) } }).issues[0]?.message).toBe(
       "expected at most 1024 bytes as JSON",
