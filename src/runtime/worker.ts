@@ -55,9 +55,9 @@ export default {
 
 async function buildHandler(env: WorkerEnv): Promise<Handler> {
   try {
-    const [store, auth] = await Promise.all([storeFromEnv(env), Promise.resolve().then(() => authFromEnv(env))]);
+    const auth = authFromEnv(env);
     const app = createApp({
-      store,
+      store: await storeFromEnv(env),
       auth,
       ...msOption("maxSkewMs", "LEASEHOLD_MAX_SKEW_MS", env.LEASEHOLD_MAX_SKEW_MS),
       ...msOption("watchPollMs", "LEASEHOLD_WATCH_POLL_MS", env.LEASEHOLD_WATCH_POLL_MS),
