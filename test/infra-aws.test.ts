@@ -15,7 +15,8 @@ const dir = mkdtempSync(join(tmpdir(), "leasehold-cdk-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const codeDir = join(dir, "lambda");
 mkdirSync(codeDir);
-writeFileSync(join(codeDir, "index.mjs"), "export const handler = async () => ({ statusCode: 503 });\n");
+writeFileSync(join(codeDir, "index.js"), "export const handler = async () => ({ statusCode: 503 });\n");
+writeFileSync(join(codeDir, "package.json"), '{"type":"module"}\n');
 
 const TOKENS = JSON.stringify([{ token: "t".repeat(32), prefixes: ["jobs/"], verbs: ["read", "write"] }]);
 
@@ -165,6 +166,8 @@ describe("infra/aws: settings from the environment", () => {
     expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "1s" })).toThrow(/^LEASEHOLD_MAX_SKEW_MS/);
     expect(() => propsFromEnv({ ...base, LEASEHOLD_TTL_ATTRIBUTE: "a b" })).toThrow(/^LEASEHOLD_TTL_ATTRIBUTE/);
     expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(/^LEASEHOLD_LAMBDA_NODE/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_DIR: join(dir, "absent") })).toThrow(/npm run build/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_DIR: join(dir, "absent") })).toThrow(
+      /index.js is missing: run `npx tsx bundle-lambda.ts`/,
+    );
   });
 });

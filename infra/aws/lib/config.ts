@@ -6,7 +6,7 @@
  *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
- *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda)
+ *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda, written by bundle-lambda.ts)
  *   CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION  set by the CDK CLI from your AWS profile
  */
 import { existsSync } from "node:fs";
@@ -42,9 +42,9 @@ export function propsFromEnv(env: Record<string, string | undefined>): Leasehold
     throw new Error(`LEASEHOLD_LAMBDA_NODE: expected 20, 22 or 24, got ${JSON.stringify(node)}`);
   }
   const codeDir = env.LEASEHOLD_LAMBDA_DIR ?? DEFAULT_CODE_DIR;
-  if (!existsSync(join(codeDir, "index.mjs"))) {
+  if (!existsSync(join(codeDir, "index.js"))) {
     throw new Error(
-      `${join(codeDir, "index.mjs")} is missing: run \`npm run build\` in the repository, then synth again (cdk.json bundles dist/runtime/lambda.js first)`,
+      `${join(codeDir, "index.js")} is missing: run \`npx tsx bundle-lambda.ts\` in infra/aws (cdk.json does it before each synth)`,
     );
   }
   const account = env.CDK_DEFAULT_ACCOUNT;

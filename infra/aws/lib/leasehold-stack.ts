@@ -1,7 +1,7 @@
 /**
  * The leasehold API on AWS: a DynamoDB table (one item per lease, string partition key `pk`,
  * on-demand, point-in-time recovery, retained on stack deletion), a Lambda function on Node 20
- * serving the API's Lambda entry (src/runtime/lambda.ts, bundled to `codeDir/index.mjs`), a
+ * serving the API's Lambda entry (src/runtime/lambda.ts, bundled by lib/bundle.ts into `codeDir`), a
  * Function URL in front of it, and a role that can do exactly what the DynamoDB store does
  * (GetItem, PutItem, Scan on this table) and write its own log group, nothing else.
  *
@@ -26,7 +26,7 @@ export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:
 const RUNTIMES = { 20: lambda.Runtime.NODEJS_20_X, 22: lambda.Runtime.NODEJS_22_X, 24: lambda.Runtime.NODEJS_24_X };
 
 export interface LeaseholdStackProps extends StackProps {
-  /** Folder holding the bundled Lambda entry as `index.mjs` (exporting `handler`). */
+  /** Folder holding the bundled Lambda entry as `index.js` (exporting `handler`), see lib/bundle.ts. */
   codeDir: string;
   /** "NONE" (public URL, app checks bearer tokens; default) or "AWS_IAM" (SigV4-signed callers only). */
   authType?: "NONE" | "AWS_IAM";
@@ -89,7 +89,6 @@ export class LeaseholdStack extends Stack {
     const environment: Record<string, string> = {
       // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
       LEASEHOLD_STORE: `dynamodb://${this.table.tableName}`,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
       NODE_OPTIONS: "--enable-source-maps",
     };
     if (props.tokens) environment.LEASEHOLD_TOKENS = props.tokens;

@@ -1,0 +1,66 @@
+/**
+ * Builds the folder the stack deploys as the function's code, with esbuild (local, no Docker):
+ *
+ *   index.js                the API's Lambda entry (src/runtime/lambda.ts), handler "index.handler"
+ *   stores/dynamodb.js      the DynamoDB store, where openStore's runtime import looks for it
+ *   chunk-*.js              code both share (one copy of the error classes, so instanceof holds)
+ *   node_modules/@aws-sdk/client-dynamodb/   the pinned SDK, bundled once
+ *   package.json            {"type":"module"}
+ *
+ * openStore loads stores and the SDK by computed `import()`. A bundler cannot follow those, so
+ * the files sit at the paths those imports resolve to at run time. The SDK ships inside the code
+ * (not the Lambda runtime's copy), so the deployed version is the one the tests ran.
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { build } from "esbuild";
+import { REPO_ROOT } from "./config.js";
+
+const SDK = "@aws-sdk/client-dynamodb";
+
+// ESM output of CommonJS dependencies still calls require() for Node built-ins.
+const banner = {
+  js: "import { createRequire as __leaseholdRequire } from 'node:module'; const require = __leaseholdRequire(import.meta.url);",
+};
+
+export async function bundleLambda(outDir: string): Promise<void> {
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const common = {
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    banner,
+    logLevel: "warning",
+  } as const;
+  await build({
+    ...common,
+    entryPoints: {
+      index: join(REPO_ROOT, "src", "runtime", "lambda.ts"),
+      "stores/dynamodb": join(REPO_ROOT, "src", "stores", "dynamodb.ts"),
+    },
+    outdir: outDir,
+    splitting: true,
+    chunkNames: "chunk-[hash]",
+    minify: true,
+    external: [SDK],
+    sourcemap: true,
+  });
+  const sdkDir = join(outDir, "node_modules", ...SDK.split("/"));
+  const require = createRequire(join(REPO_ROOT, "package.json"));
+  const sdkPackage = require.resolve(`${SDK}/package.json`);
+  const { version, module } = require(sdkPackage) as { version: string; module: string };
+  await build({
+    ...common,
+    entryPoints: [join(dirname(sdkPackage), module)],
+    outfile: join(sdkDir, "index.js"),
+    minify: true,
+  });
+  writeFileSync(
+    join(sdkDir, "package.json"),
+    `${JSON.stringify({ name: SDK, version, type: "module", exports: "./index.js" })}\n`,
+  );
+  writeFileSync(join(outDir, "package.json"), `${JSON.stringify({ type: "module" })}\n`);
+}
