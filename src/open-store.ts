@@ -3,7 +3,7 @@
  *
  *   sqlite:./data/leasehold.db   sqlite:/abs/path.db   sqlite::memory:
  *   memory:
- *   dynamodb://TABLE?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=name
+ *   dynamodb://TABLE?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=name&ttl=expires
  *   gcs://BUCKET/PREFIX?endpoint=http://127.0.0.1:4443&project=my-project
  *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
  *
@@ -20,7 +20,14 @@ import { MemoryStore } from "./stores/memory.js";
 export type StoreUrl =
   | { kind: "memory" }
   | { kind: "sqlite"; path: string }
-  | { kind: "dynamodb"; table: string; region?: string; endpoint?: string; partitionKey?: string }
+  | {
+      kind: "dynamodb";
+      table: string;
+      region?: string;
+      endpoint?: string;
+      partitionKey?: string;
+      ttlAttribute?: string;
+    }
   /** `prefix` absent (no path, or just "/"): the store's default, "leases/". */
   | { kind: "gcs"; bucket: string; prefix?: string; endpoint?: string; projectId?: string }
   | { kind: "http"; baseUrl: string };
@@ -32,7 +39,7 @@ export const STORE_URL_FORMS: readonly string[] = [
   "sqlite:PATH (e.g. sqlite:./data/leasehold.db, sqlite:/abs/path.db)",
   "sqlite::memory:",
   "memory:",
-  "dynamodb://TABLE?region=REGION&endpoint=URL&pk=ATTRIBUTE",
+  "dynamodb://TABLE?region=REGION&endpoint=URL&pk=ATTRIBUTE&ttl=ATTRIBUTE",
   "gcs://BUCKET/PREFIX?endpoint=URL&project=PROJECT",
   "http(s)://HOST[:PORT]/ (token from LEASEHOLD_TOKEN)",
 ];
@@ -153,7 +160,7 @@ function parseDynamoDb(text: string): StoreUrl {
   if (url.pathname !== "" && url.pathname !== "/") {
     throw invalid("dynamodb path", `expected nothing after the table name, got ${JSON.stringify(url.pathname)}`);
   }
-  const params = queryParams(url, "dynamodb", ["region", "endpoint", "pk"]);
+  const params = queryParams(url, "dynamodb", ["region", "endpoint", "pk", "ttl"]);
   const region = params.get("region");
   if (region !== undefined && !/^[a-z0-9-]{1,64}$/.test(region)) {
     throw invalid(
@@ -165,6 +172,11 @@ function parseDynamoDb(text: string): StoreUrl {
   if (partitionKey !== undefined && !DYNAMODB_ATTRIBUTE.test(partitionKey)) {
     throw invalid('query parameter "pk"', `expected an attribute name, got ${JSON.stringify(partitionKey)}`);
   }
+  // Opt-in TTL stamping (see the caveat in src/stores/dynamodb.ts: a deleted record restarts terms).
+  const ttlAttribute = params.get("ttl");
+  if (ttlAttribute !== undefined && !DYNAMODB_ATTRIBUTE.test(ttlAttribute)) {
+    throw invalid('query parameter "ttl"', `expected an attribute name, got ${JSON.stringify(ttlAttribute)}`);
+  }
   const endpoint = endpointParam(params.get("endpoint"));
   return {
     kind: "dynamodb",
@@ -172,6 +184,7 @@ function parseDynamoDb(text: string): StoreUrl {
     ...(region === undefined ? {} : { region }),
     ...(endpoint === undefined ? {} : { endpoint }),
     ...(partitionKey === undefined ? {} : { partitionKey }),
+    ...(ttlAttribute === undefined ? {} : { ttlAttribute }),
   };
 }
 
@@ -308,6 +321,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         client,
         table: spec.table,
         ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
+        ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
       });
     }
     case "gcs": {

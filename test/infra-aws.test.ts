@@ -57,9 +57,17 @@ describe("infra/aws: the CDK stack", () => {
     });
   });
 
-  it("enables TTL on the named attribute only when asked", () => {
-    synth({ ttlAttribute: "expiresAt" }).hasResourceProperties("AWS::DynamoDB::Table", {
+  it("enables TTL on the named attribute only when asked, and tells the store to stamp it", () => {
+    const withTtl = synth({ ttlAttribute: "expiresAt" });
+    withTtl.hasResourceProperties("AWS::DynamoDB::Table", {
       TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+    });
+    withTtl.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: {
+        Variables: Match.objectLike({
+          LEASEHOLD_STORE: { "Fn::Join": ["", ["dynamodb://", Match.anyValue(), "?ttl=expiresAt"]] },
+        }),
+      },
     });
   });
 

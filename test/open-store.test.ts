@@ -1,7 +1,9 @@
 /** Store URLs: parsing is pure and exact; opening works for every backend whose module exists. */
+
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { LeaseValidationError } from "../src/errors.js";
@@ -33,13 +35,14 @@ describe("parseStoreUrl", () => {
     ["sqlite:relative name#1?.db", { kind: "sqlite", path: "relative name#1?.db" }],
     ["dynamodb://leases", { kind: "dynamodb", table: "leases" }],
     [
-      "dynamodb://My_Table.v2?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=leaseName",
+      "dynamodb://My_Table.v2?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=leaseName&ttl=expiresAt",
       {
         kind: "dynamodb",
         table: "My_Table.v2",
         region: "eu-west-1",
         endpoint: "http://127.0.0.1:8000",
         partitionKey: "leaseName",
+        ttlAttribute: "expiresAt",
       },
     ],
     ["gcs://my-bucket", { kind: "gcs", bucket: "my-bucket" }],
@@ -77,6 +80,7 @@ describe("parseStoreUrl", () => {
     ["dynamodb://leases?region=a&region=b", 'query parameter "region"'],
     ["dynamodb://leases?endpoint=localhost:8000", 'query parameter "endpoint"'],
     ["dynamodb://leases?pk=1abc", 'query parameter "pk"'],
+    ["dynamodb://leases?ttl=no%20spaces", 'query parameter "ttl"'],
     ["gcs://Bad_Bucket!", "gcs bucket"],
     ["gcs://b", "gcs bucket"],
     ["gcs://bucket//x", "gcs prefix"],
@@ -144,11 +148,14 @@ describe("openStore against the real servers", () => {
     vi.stubEnv("AWS_ACCESS_KEY_ID", "leasehold-test");
     vi.stubEnv("AWS_SECRET_ACCESS_KEY", "leasehold-test");
     try {
-      const store = await openStore(`dynamodb://${table}?endpoint=${endpoint}&pk=leaseName`, {
+      const store = await openStore(`dynamodb://${table}?endpoint=${endpoint}&pk=leaseName&ttl=expiresAt`, {
         env: { AWS_REGION: "us-east-1" },
       });
       const written = await store.put(makeRecord("via/url"), null);
       expect(await store.get("via/url")).toEqual(written);
+      // ?ttl= reaches the store: the item carries the TTL attribute in epoch seconds.
+      const item = await admin.send(new GetItemCommand({ TableName: table, Key: { leaseName: { S: "via/url" } } }));
+      expect(Number(item.Item?.expiresAt?.N)).toBeGreaterThan(written.record.renewedAt / 1000);
       await store.close?.();
     } finally {
       vi.unstubAllEnvs();

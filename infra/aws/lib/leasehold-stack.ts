@@ -88,7 +88,7 @@ export class LeaseholdStack extends Stack {
 
     const environment: Record<string, string> = {
       // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
-      LEASEHOLD_STORE: `dynamodb://${this.table.tableName}`,
+      LEASEHOLD_STORE: `dynamodb://${this.table.tableName}${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`,
       NODE_OPTIONS: "--enable-source-maps",
     };
     if (props.tokens) environment.LEASEHOLD_TOKENS = props.tokens;
