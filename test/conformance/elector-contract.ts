@@ -57,6 +57,16 @@ class Harness {
     return c;
   }
 
+  /** "a" elected at time 0, then "b" started as its follower. */
+  async leaderAndFollower(): Promise<[Candidate, Candidate]> {
+    const a = this.candidate("a");
+    a.elector.start();
+    await this.clock.advance(0);
+    const b = this.candidate("b");
+    b.elector.start();
+    return [a, b];
+  }
+
   leaders(): string[] {
     return this.candidates.filter((c) => c.elector.current.isLeader).map((c) => c.id);
   }
@@ -134,11 +144,7 @@ export function describeElectorContract(
     it(
       "a crashed leader (no release) is replaced once its lease has passed unchanged, at term 2",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
-        const b = h.candidate("b");
-        b.elector.start();
+        const [a, b] = await h.leaderAndFollower();
         await h.clock.advance(1000);
         const lastSent = a.elector.current.lastRenewalSentAt!;
         await a.elector.stop({ release: false }); // the process is gone: no further writes
@@ -156,11 +162,7 @@ export function describeElectorContract(
     it(
       "a graceful release is taken over within one retry, and release keeps the term",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
-        const b = h.candidate("b");
-        b.elector.start();
+        const [a, b] = await h.leaderAndFollower();
         await h.clock.advance(450);
         const stopAt = h.clock.now();
         await a.elector.stop();
@@ -175,11 +177,7 @@ export function describeElectorContract(
     it(
       "a leader whose store hangs steps down at sentAt + leaseMs - safetyMs, before anyone else can lead",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
-        const b = h.candidate("b");
-        b.elector.start();
+        const [a, b] = await h.leaderAndFollower();
         let aborted: number | undefined;
         const signal = a.elector.signal!;
         signal.addEventListener("abort", () => {
@@ -262,11 +260,7 @@ export function describeElectorContract(
     it(
       "terms increase by one each time leadership passes, across releases",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
-        const b = h.candidate("b");
-        b.elector.start();
+        const [a, b] = await h.leaderAndFollower();
         await h.clock.advance(RETRY);
         await a.elector.stop();
         await h.clock.advance(RETRY);
