@@ -178,8 +178,8 @@ function countsTable(results: Measured[]): Table {
       `One lease, 1 leader + ${CANDIDATES - 1} followers, leaseMs ${LEASE_MS}, renewMs ${RENEW_MS} (ours), retryMs ${RETRY_MS}; ` +
       `${WINDOW_MS / 1000} s of steady state counted by a wrapper around each candidate's store, by the caller's role at call ` +
       `time. Target for ours: 1 write and 0 reads per renewal. Polling (client-go) renews every retryMs. Follower rates are ` +
-      `per follower. "behind the API": the HTTP API's own calls to its SQLite store in the same window (watch streams ` +
-      `re-read a store that cannot push every watchPollMs = 1 s).`,
+      `per follower. "behind the API": the HTTP API's own reads of its SQLite store in the same window (it re-reads a ` +
+      `watched lease on a store that cannot push every watchPollMs = 1 s, plus the followers' reads it forwards).`,
     columns: [
       "backend",
       "elector",
