@@ -20,6 +20,7 @@ export {
   type RunAsLeaderOptions,
   runAsLeader,
 } from "./elector.js";
+export { ElectorMetrics } from "./elector-metrics.js";
 export * from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { MemoryStore } from "./stores/memory.js";

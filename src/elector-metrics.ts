@@ -1,0 +1,121 @@
+/**
+ * Prometheus metrics for electors, the four every user of a leader-election library ends up
+ * asking for (DESIGN.md §8): is this candidate leader, how often leadership changed hands,
+ * how many renewals failed, and how long since the last successful renewal. It only listens to
+ * the elector's events, so it adds no store calls. Runtime-neutral: render() returns the text,
+ * serve it however your process exposes metrics.
+ */
+import { type Clock, systemClock } from "./clock.js";
+import type { Elector } from "./elector.js";
+
+interface Series {
+  elector: Elector;
+  transitions: number;
+  renewals: number;
+  renewFailures: number;
+  errors: Map<string, number>;
+  /** Monotonic time of the last successful renewal or acquisition. */
+  lastSuccessAt: number | undefined;
+}
+
+function labels(e: Elector, extra = ""): string {
+  const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+  return `{lease="${esc(e.name)}",identity="${esc(e.identity)}"${extra}}`;
+}
+
+export class ElectorMetrics {
+  private readonly series = new Set<Series>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /** Starts counting `elector`'s events; returns the function that stops. */
+  track(elector: Elector): () => void {
+    const s: Series = {
+      elector,
+      transitions: 0,
+      renewals: 0,
+      renewFailures: 0,
+      errors: new Map(),
+      lastSuccessAt: undefined,
+    };
+    this.series.add(s);
+    const offs = [
+      elector.on("elected", () => {
+        s.transitions++;
+        s.lastSuccessAt = elector.current.lastRenewalSentAt;
+      }),
+      elector.on("renewed", () => {
+        s.renewals++;
+        s.lastSuccessAt = elector.current.lastRenewalSentAt;
+      }),
+      elector.on("error", ({ during }) => {
+        if (during === "renew") s.renewFailures++;
+        s.errors.set(during, (s.errors.get(during) ?? 0) + 1);
+      }),
+    ];
+    return () => {
+      for (const off of offs) off();
+      this.series.delete(s);
+    };
+  }
+
+  render(): string {
+    const lines: string[] = [];
+    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
+    };
+    const all = [...this.series];
+    metric(
+      "leasehold_elector_is_leader",
+      "gauge",
+      "1 while this candidate is inside its safe window as leader.",
+      all.map((s) => `leasehold_elector_is_leader${labels(s.elector)} ${s.elector.current.isLeader ? 1 : 0}`),
+    );
+    metric(
+      "leasehold_elector_term",
+      "gauge",
+      "Term (fencing token) held or last observed.",
+      all.map((s) => `leasehold_elector_term${labels(s.elector)} ${s.elector.current.term}`),
+    );
+    metric(
+      "leasehold_elector_leadership_transitions_total",
+      "counter",
+      "Times this candidate became leader.",
+      all.map((s) => `leasehold_elector_leadership_transitions_total${labels(s.elector)} ${s.transitions}`),
+    );
+    metric(
+      "leasehold_elector_renewals_total",
+      "counter",
+      "Successful renewals.",
+      all.map((s) => `leasehold_elector_renewals_total${labels(s.elector)} ${s.renewals}`),
+    );
+    metric(
+      "leasehold_elector_renew_failures_total",
+      "counter",
+      "Renewals that failed or whose outcome was unknown.",
+      all.map((s) => `leasehold_elector_renew_failures_total${labels(s.elector)} ${s.renewFailures}`),
+    );
+    metric(
+      "leasehold_elector_store_errors_total",
+      "counter",
+      "Store calls that failed, by what the elector was doing.",
+      all.flatMap((s) =>
+        [...s.errors].map(
+          ([during, n]) => `leasehold_elector_store_errors_total${labels(s.elector, `,during="${during}"`)} ${n}`,
+        ),
+      ),
+    );
+    metric(
+      "leasehold_elector_seconds_since_last_renewal",
+      "gauge",
+      "Seconds since the last successful renewal was sent, while leader.",
+      all
+        .filter((s) => s.elector.current.isLeader && s.lastSuccessAt !== undefined)
+        .map(
+          (s) =>
+            `leasehold_elector_seconds_since_last_renewal${labels(s.elector)} ${((this.clock.now() - (s.lastSuccessAt ?? 0)) / 1000).toFixed(3)}`,
+        ),
+    );
+    return `${lines.join("\n")}\n`;
+  }
+}

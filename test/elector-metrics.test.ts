@@ -1,0 +1,41 @@
+import { expect, it } from "vitest";
+import { ManualClock } from "../src/clock.js";
+import { Elector } from "../src/elector.js";
+import { ElectorMetrics } from "../src/elector-metrics.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { FaultyStore } from "./support/faults.js";
+
+it("reports leader gauge, transitions, renewals, renew failures and time since the last renewal", async () => {
+  const clock = new ManualClock();
+  const store = new FaultyStore(new MemoryStore(), clock);
+  const metrics = new ElectorMetrics(clock);
+  const elector = new Elector({
+    store,
+    name: "jobs/m",
+    identity: "a",
+    leaseMs: 1000,
+    renewMs: 300,
+    retryMs: 100,
+    safetyMs: 100,
+    jitter: 0,
+    clock,
+  });
+  const untrack = metrics.track(elector);
+  elector.start();
+  await clock.advance(0);
+  await clock.advance(600); // two renewals
+  store.failNextPut("fail-before");
+  await clock.advance(350); // a failed renewal at 900, retried at 1000
+  const text = metrics.render();
+  expect(text).toContain('leasehold_elector_is_leader{lease="jobs/m",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_term{lease="jobs/m",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_leadership_transitions_total{lease="jobs/m",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_renewals_total{lease="jobs/m",identity="a"} 2');
+  expect(text).toContain('leasehold_elector_renew_failures_total{lease="jobs/m",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_store_errors_total{lease="jobs/m",identity="a",during="renew"} 1');
+  expect(text).toContain('leasehold_elector_seconds_since_last_renewal{lease="jobs/m",identity="a"} 0.350');
+  await elector.stop();
+  expect(metrics.render()).toContain('leasehold_elector_is_leader{lease="jobs/m",identity="a"} 0');
+  untrack();
+  expect(metrics.render()).not.toContain("jobs/m");
+});
