@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// The `leasehold` command. An installed package runs the compiled CLI (dist/cli/main.js); a source
-// checkout has no dist/, so it registers tsx (a dev dependency) and runs the TypeScript directly.
+// The `leasehold` command. A source checkout (src/ present) runs the TypeScript through tsx, a dev
+// dependency, so a stale dist/ from an earlier build is never what runs; an installed package
+// ships only dist/ and runs the compiled CLI.
 import { existsSync } from "node:fs";
 
-const compiled = new URL("../dist/cli/main.js", import.meta.url);
-if (existsSync(compiled)) {
-  await import(compiled.href);
-} else {
+const source = new URL("../src/cli/main.ts", import.meta.url);
+if (existsSync(source)) {
   const { register } = await import("tsx/esm/api");
   register();
-  await import(new URL("../src/cli/main.ts", import.meta.url).href);
+  await import(source.href);
+} else {
+  await import(new URL("../dist/cli/main.js", import.meta.url).href);
 }
