@@ -5,7 +5,7 @@
  * Bindings and secrets (nothing secret belongs in wrangler.toml):
  *   LEASES                      Durable Object namespace of `LeaseObject`: the default store.
  *   LEASEHOLD_STORE             unset: the Durable Object store; or
- *                               dynamodb://TABLE?region=R[&endpoint=URL][&pk=ATTR] for DynamoDB.
+ *                               dynamodb://TABLE?region=R[&endpoint=URL][&pk=ATTR][&ttl=ATTR] for DynamoDB.
  *   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN]  secrets, DynamoDB only.
  *   AWS_REGION                  DynamoDB region when the URL has none.
  *   LEASEHOLD_TOKENS            secret: JSON array of scoped tokens (see src/api/auth.ts).
@@ -116,6 +116,7 @@ async function storeFromEnv(env: WorkerEnv): Promise<LeaseStore> {
     client,
     table: spec.table,
     ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
+    ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
   });
 }
 
