@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Problem } from "../src/api/schemas.js";
 import { LeaseholdClient } from "../src/client.js";
 import { ManualClock } from "../src/clock.js";
-import { type LeaseStore, LeaseStoreError } from "../src/lease.js";
+import { LeaseCorruptError, type LeaseStore, LeaseStoreError } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "./conformance/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
@@ -237,6 +237,37 @@ describe("errors", () => {
       ]),
     );
     expectProblem(await call("GET", path(name)), 404, "not-found"); // nothing was written
+  });
+
+  it("a corrupt record is reported (500 problem, naming the lease) and never overwritten by acquire", async () => {
+    const memory = new MemoryStore();
+    let writes = 0;
+    const corrupt: LeaseStore = {
+      get: async (name) => {
+        throw new LeaseCorruptError(name, [{ path: "term", message: "expected a number" }]);
+      },
+      put: async (next, expected) => {
+        writes++;
+        return memory.put(next, expected);
+      },
+    };
+    const local = await startApi({ store: corrupt });
+    try {
+      const post = await fetch(`${local.url}${path("jobs/broken", "/acquire")}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ holder: "a", leaseMs: 1000 }),
+      });
+      expect(post.status).toBe(500);
+      expect(post.headers.get("content-type")).toBe("application/problem+json");
+      expect(await post.json()).toMatchObject({
+        type: "urn:leasehold:problem:corrupt",
+        detail: expect.stringContaining('lease "jobs/broken" holds a record leasehold cannot read'),
+      });
+      expect(writes).toBe(0);
+    } finally {
+      await local.close();
+    }
   });
 
   it("an ambiguous store failure is 503 with Retry-After", async () => {
