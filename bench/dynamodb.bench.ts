@@ -19,24 +19,11 @@ import {
 } from "../src/lease.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../test/support/dynamo-server.js";
+import { benchRecord } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";
 
 const N = 400;
 const WARMUP = 100;
-
-function record(name: string, i: number): LeaseRecord {
-  const now = Date.now();
-  return {
-    name,
-    holder: "bench",
-    term: 1,
-    leaseMs: 15_000,
-    acquiredAt: now,
-    renewedAt: now + i,
-    metadata: { addr: "10.0.0.7:8080" },
-    writeId: newWriteId(),
-  };
-}
 
 /** Records when each put is sent, so a renewal can be timed to the elector's `renewed` event. */
 class SendTimes implements LeaseStore {
@@ -104,7 +91,7 @@ export async function run(): Promise<Table[]> {
       writeId: { S: r.writeId },
     });
     const rawPut = async (i: number) => {
-      const r = record(rawName, i);
+      const r = benchRecord(rawName, i);
       const expected = rawRev;
       await client.send(
         new PutItemCommand({
@@ -125,7 +112,7 @@ export async function run(): Promise<Table[]> {
     const storeName = "bench/store";
     let current: Stored | null = null;
     const storePut = async (i: number) => {
-      current = await store.put(record(storeName, i), current?.revision ?? null);
+      current = await store.put(benchRecord(storeName, i), current?.revision ?? null);
     };
     // Interleaved call by call, after a shared warm-up, so JIT and dynalite warming favour neither.
     for (let i = 0; i < WARMUP; i++) {
@@ -142,10 +129,10 @@ export async function run(): Promise<Table[]> {
     const renewals = await electorRenewals(store, "bench/elector", N);
 
     const conflictName = "bench/conflict";
-    await store.put(record(conflictName, 0), null);
+    await store.put(benchRecord(conflictName, 0), null);
     const conflicts = await timeCalls(N, async (i) => {
       try {
-        await store.put(record(conflictName, i), null);
+        await store.put(benchRecord(conflictName, i), null);
       } catch (error) {
         if (!(error instanceof LeaseConflictError)) throw error;
       }

@@ -9,6 +9,7 @@ import { Storage } from "@google-cloud/storage";
 import { newWriteId, type Stored } from "../src/lease.js";
 import { GcsStore } from "../src/stores/gcs.js";
 import { startFakeGcs } from "../test/servers/fake-gcs.server.js";
+import { benchRecord } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";
 
 const N = 400;
@@ -27,22 +28,11 @@ export async function run(): Promise<Table[]> {
     const bucket = storage.bucket(bucketName);
     const store = new GcsStore({ bucket: bucketName, apiEndpoint: server.endpoint, projectId });
 
-    const record = (name: string) => ({
-      name,
-      holder: "bench",
-      term: 1,
-      leaseMs: 15_000,
-      acquiredAt: Date.now(),
-      renewedAt: Date.now(),
-      metadata: { addr: "10.0.0.1:8080" },
-      writeId: newWriteId(),
-    });
-
     // Raw: the same upload the store sends, without validation, parsing or error mapping.
     let rawGeneration: string | number = 0;
     const raw = await timeCalls(N, async () => {
       const file = bucket.file("raw/lease.json");
-      await file.save(JSON.stringify(record("raw")), {
+      await file.save(JSON.stringify(benchRecord("raw")), {
         resumable: false,
         validation: false,
         preconditionOpts: { ifGenerationMatch: rawGeneration },
@@ -51,12 +41,12 @@ export async function run(): Promise<Table[]> {
       rawGeneration = file.metadata.generation ?? 0;
     });
 
-    let held: Stored = await store.put(record("put"), null);
+    let held: Stored = await store.put(benchRecord("put"), null);
     const put = await timeCalls(N, async () => {
-      held = await store.put(record("put"), held.revision);
+      held = await store.put(benchRecord("put"), held.revision);
     });
 
-    let lease: Stored = await store.put(record("renew"), null);
+    let lease: Stored = await store.put(benchRecord("renew"), null);
     const renew = await timeCalls(N, async () => {
       lease = await store.put({ ...lease.record, renewedAt: Date.now(), writeId: newWriteId() }, lease.revision);
     });
@@ -64,9 +54,9 @@ export async function run(): Promise<Table[]> {
     const read = await timeCalls(N, () => store.get("renew"));
 
     const stale = held.revision;
-    await store.put(record("put"), held.revision);
+    await store.put(benchRecord("put"), held.revision);
     const lost = await timeCalls(N, () =>
-      store.put(record("put"), stale).then(
+      store.put(benchRecord("put"), stale).then(
         () => {
           throw new Error("a stale CAS succeeded");
         },

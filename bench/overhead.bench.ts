@@ -15,7 +15,7 @@ import { serve } from "../src/runtime/node.js";
 import { HttpStore } from "../src/stores/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { machineLoad, QUICK, tempDir } from "./support/common.js";
+import { benchRecord, machineLoad, QUICK, tempDir } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";
 
 const N = QUICK ? 200 : 2000;
@@ -24,23 +24,9 @@ const RENEWALS = QUICK ? 100 : 500;
 
 type Samples = { raw: number[]; put: number[]; renewal: number[] };
 
-function record(name: string): LeaseRecord {
-  const now = Date.now();
-  return {
-    name,
-    holder: "bench",
-    term: 1,
-    leaseMs: 15_000,
-    acquiredAt: now,
-    renewedAt: now,
-    metadata: { addr: "10.0.0.7:8080" },
-    writeId: newWriteId(),
-  };
-}
-
 /** store.put chained on its own revisions, one call at a time. */
 async function timePut(store: LeaseStore, name: string): Promise<number[]> {
-  let held: Stored = await store.put(record(name), null);
+  let held: Stored = await store.put(benchRecord(name), null);
   return timeCalls(N, async () => {
     held = await store.put({ ...held.record, renewedAt: Date.now(), writeId: newWriteId() }, held.revision);
   });
@@ -76,7 +62,7 @@ async function timeElectorRenewals(store: LeaseStore, name: string): Promise<num
 async function memorySamples(): Promise<Samples> {
   const map = new Map<string, { rev: number; record: LeaseRecord }>();
   let rev = 0;
-  map.set("raw", { rev, record: record("raw") });
+  map.set("raw", { rev, record: benchRecord("raw") });
   const raw = await timeCalls(N, async () => {
     const current = map.get("raw");
     if (current?.rev !== rev) throw new Error("conflict");
@@ -92,7 +78,7 @@ async function sqliteSamples(path: (file: string) => string): Promise<Samples> {
   // The same table and statement the store prepares, on a connection of our own.
   const db = new Database(file);
   const update = db.prepare("UPDATE leases SET rev = rev + 1, record = ? WHERE name = ? AND rev = ?");
-  const first = await store.put(record("raw"), null);
+  const first = await store.put(benchRecord("raw"), null);
   let rev = Number(first.revision);
   const raw = await timeCalls(N, async () => {
     const json = JSON.stringify({ ...first.record, renewedAt: Date.now(), writeId: newWriteId() });
@@ -110,7 +96,7 @@ async function httpSamples(path: (file: string) => string): Promise<Samples> {
   const server = await serve({ store: sqlite, host: "127.0.0.1", port: 0, insecureNoAuth: true });
   try {
     const store = new HttpStore({ baseUrl: server.url });
-    const first = await store.put(record("raw"), null);
+    const first = await store.put(benchRecord("raw"), null);
     let revision = first.revision;
     const raw = await timeCalls(N, async () => {
       const { name: _name, renewedAt: _renewedAt, ...body } = first.record;

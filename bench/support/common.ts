@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Elector, type ElectorOptions } from "../../src/elector.js";
-import type { LeaseStore } from "../../src/lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId } from "../../src/lease.js";
 import { PollingElector } from "./polling-elector.js";
 
 /** `BENCH_QUICK=1`: a smoke run with few repetitions (numbers are then indicative only). */
@@ -19,6 +19,21 @@ export const QUICK = process.env.BENCH_QUICK === "1";
  */
 export function machineLoad(): string {
   return `1-min load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores`;
+}
+
+/** A held lease record as a renewal writes it, for the latency benchmarks (`renewedAtOffset` varies the body). */
+export function benchRecord(name: string, renewedAtOffset = 0): LeaseRecord {
+  const now = Date.now();
+  return {
+    name,
+    holder: "bench",
+    term: 1,
+    leaseMs: 15_000,
+    acquiredAt: now,
+    renewedAt: now + renewedAtOffset,
+    metadata: { addr: "10.0.0.7:8080" },
+    writeId: newWriteId(),
+  };
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
