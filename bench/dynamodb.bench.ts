@@ -13,7 +13,6 @@ import {
   LeaseConflictError,
   type LeaseRecord,
   type LeaseStore,
-  newWriteId,
   type Revision,
   type Stored,
 } from "../src/lease.js";
