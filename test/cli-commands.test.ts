@@ -87,6 +87,25 @@ describe.concurrent("usage errors: one line on stderr, exit 2", () => {
     expect(result.stderr).toContain("invalid run options: --renew-ms: expected less than leaseMs - safetyMs");
   });
 
+  it("a renewal faster than the store can take is named by its flag (GCS: one write per second)", async () => {
+    const gcs = `gcs://cli-rate-${Date.now().toString(36)}/leases/?endpoint=${process.env.GCS_ENDPOINT}&project=p`;
+    const result = await quick.run([
+      "run",
+      "--lease",
+      "a",
+      "--store",
+      gcs,
+      "--lease-ms",
+      "2000",
+      "--renew-ms",
+      "500",
+      "--",
+      "true",
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--renew-ms: expected at least 1000 ms, got 500");
+  });
+
   it("an invalid lease name", async () => {
     const result = await quick.run(["run", "--lease", "Not A Name", "--store", url, "--", "true"]);
     expect(result.code).toBe(2);

@@ -61,9 +61,8 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
   };
   try {
     const resolved = resolveElectorOptions(options);
-    // A backend may bound how often one lease may be written (GCS: about once a second).
-    const check = (store.constructor as { checkElectorSettings?: (s: object) => void }).checkElectorSettings;
-    check?.({ leaseMs: resolved.leaseMs, renewMs: resolved.renewMs, retryMs: resolved.retryMs });
+    // The Elector runs this check too; running it here names the user's flags in the error.
+    store.checkElectorSettings?.({ leaseMs: resolved.leaseMs, renewMs: resolved.renewMs, retryMs: resolved.retryMs });
     return { ...options, graceMs: resolved.graceMs };
   } catch (error) {
     if (!(error instanceof LeaseValidationError)) throw error;
