@@ -1,6 +1,7 @@
 /**
  * The seeded chaos budget of `npm test`: 100 scenarios per backend on the manual clock, each a few
- * leases to a few dozen of faults, paused and crashed leaders, skew and reordering (scenario.ts).
+ * leases to a few dozen of faults, paused and crashed leaders, wall skew, monotonic clock drift and
+ * reordering (scenario.ts).
  * A failure names its seed and the command that replays it with a timeline. CHAOS_SEED_FROM moves
  * the window of seeds (the default is fixed, so CI runs are reproducible).
  */
@@ -31,7 +32,16 @@ describe.each(["memory", "sqlite"] as const)("chaos on the manual clock: %s", (b
     const totals = await budget(backend);
     expect(totals.violations).toBe(0);
     // The budget is only worth something if it exercised what it claims to.
-    for (const kind of ["pause", "crash", "reorder", "fail-after", "lost-response", "tail-latency", "wall-skew"]) {
+    for (const kind of [
+      "pause",
+      "crash",
+      "reorder",
+      "fail-after",
+      "lost-response",
+      "tail-latency",
+      "wall-skew",
+      "clock-drift",
+    ]) {
       expect(totals.faults.get(kind) ?? 0, `fault kind ${kind}`).toBeGreaterThan(0);
     }
     expect(totals.elections).toBeGreaterThan(totals.scenarios * 2);
@@ -45,6 +55,15 @@ describe("the checker is not vacuous", () => {
     const found: string[] = [];
     for (let seed = 1; seed <= 60 && found.length === 0; seed++) {
       const r = await runScenario(seed, "memory", { skewFactor: 5 });
+      found.push(...r.violations.filter((v) => v.startsWith("two candidates inside their safe windows at once")));
+    }
+    expect(found.length).toBeGreaterThan(0);
+  });
+
+  it("monotonic clocks drifting 3x past the bound safetyMs covers let two candidates be safe at once, and it says so", async () => {
+    const found: string[] = [];
+    for (let seed = 1; seed <= 60 && found.length === 0; seed++) {
+      const r = await runScenario(seed, "memory", { driftFactor: 3 });
       found.push(...r.violations.filter((v) => v.startsWith("two candidates inside their safe windows at once")));
     }
     expect(found.length).toBeGreaterThan(0);

@@ -7,13 +7,14 @@ import { makeRecord } from "../conformance/store-contract.js";
 import { ChaosStore, Network, NO_FAULTS } from "./chaos-store.js";
 import { checkTrace, SafeWindowTracker } from "./checker.js";
 import { Prng } from "./prng.js";
-import { SimProcess } from "./process.js";
+import { type MonotonicFaults, SimProcess } from "./process.js";
 
 const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function world() {
   const clock = new ManualClock({ idle: immediate });
-  const proc = (label: string, offset = 0) => new SimProcess(label, clock, offset, immediate);
+  const proc = (label: string, offset = 0, monotonic: MonotonicFaults = {}) =>
+    new SimProcess(label, clock, offset, immediate, monotonic);
   return { clock, proc };
 }
 
@@ -48,6 +49,24 @@ describe("SimProcess", () => {
     await p.resume();
     await clock.advance(100);
     expect(fired).toBe(false);
+  });
+
+  it("a drifting clock's timers fire when its own clock reaches the deadline: late when slow, early when fast", async () => {
+    const { clock, proc } = world();
+    const slow = proc("slow", 0, { driftRate: -0.5, originMs: 1000 });
+    const fast = proc("fast", 0, { driftRate: 0.25 });
+    const fired: Array<[string, number, number]> = [];
+    void slow.clock.sleep(100).then(() => fired.push(["slow", clock.now(), slow.clock.now()]));
+    void fast.clock.sleep(100).then(() => fired.push(["fast", clock.now(), fast.clock.now()]));
+    await clock.advance(1000);
+    expect(fired).toEqual([
+      ["fast", 80, 100],
+      ["slow", 200, 1100],
+    ]);
+    expect(slow.clock.now()).toBe(1500);
+    expect(slow.clock.toTrue(1100)).toBe(200);
+    // Only the monotonic clock drifts: the wall clock keeps its fixed offset from true time.
+    expect(slow.clock.wallNow()).toBe(clock.wallNow());
   });
 });
 

@@ -2,7 +2,8 @@
  * One seeded chaos scenario on the manual clock: 2-5 candidates compete for one lease through a
  * faulty network (chaos-store.ts) while some are paused past their lease, crashed without a
  * release, stopped gracefully and restarted; every candidate's wall clock is skewed within
- * maxSkewMs. Leaders write to a fenced resource while they believe they lead, paused or not.
+ * maxSkewMs and its monotonic clock may run fast or slow within the drift bound safetyMs covers
+ * (`driftBound`). Leaders write to a fenced resource while they believe they lead, paused or not.
  * Afterwards the checker (checker.ts) judges the trace. Everything derives from `seed`.
  */
 import { ManualClock } from "../../src/clock.js";
@@ -14,7 +15,7 @@ import { ChaosStore, type FaultProfile, Network } from "./chaos-store.js";
 import { checkTrace, type Election, SafeWindowTracker } from "./checker.js";
 import { FencedResource } from "./fenced-resource.js";
 import { Prng } from "./prng.js";
-import { SimProcess } from "./process.js";
+import { type MonotonicFaults, SimProcess } from "./process.js";
 
 export type Backend = "memory" | "sqlite";
 
@@ -27,6 +28,11 @@ export interface ScenarioOptions {
    * the checker must notice (see chaos.test.ts).
    */
   skewFactor?: number;
+  /**
+   * Monotonic clock rate drift as a multiple of `driftBound` (default 1: at most the bound, so
+   * safety must hold). Above 1 breaks the assumption safetyMs is sized for (see chaos.test.ts).
+   */
+  driftFactor?: number;
   /** Replace the fenced resource's rule with "accept everything" (checker self-test). */
   unfenced?: boolean;
 }
@@ -60,6 +66,31 @@ interface Timing {
   maxSkewMs: number;
   jitter: number;
   writeEveryMs: number;
+}
+
+/**
+ * The largest monotonic clock rate drift |d| that `safetyMs` covers, each clock running at
+ * (1 + d) times true time with |d| <= bound.
+ *
+ * A leader that sent its last successful write at true time s is safe until its own clock has
+ * advanced by (leaseMs - safetyMs): true time s + (leaseMs - safetyMs) / (1 + d_leader). A follower
+ * first sees that write's revision at some true time o >= s (it cannot see it before it was sent)
+ * and takes over once its own clock has advanced by leaseMs: true time o + leaseMs / (1 + d_follower).
+ * The worst case is o = s, the leader slow (d_leader = -d) and the follower fast (d_follower = +d).
+ * The windows cannot overlap when
+ *
+ *     (leaseMs - safetyMs) / (1 - d) <= leaseMs / (1 + d)
+ *     <=> (leaseMs - safetyMs)(1 + d) <= leaseMs (1 - d)
+ *     <=> d <= safetyMs / (2 leaseMs - safetyMs)
+ *
+ * (1/19, about 5.3 %, for the default safetyMs = leaseMs / 10). Wall clocks do not drift (their
+ * offset stays within maxSkewMs), so the wall-clock shortcut for stale records waits at least
+ * leaseMs of true time after the send; that is safe when (leaseMs - safetyMs) / (1 - d) <= leaseMs,
+ * i.e. d <= safetyMs / leaseMs, which the bound above already implies. The bound is tight in the
+ * harness: at 1.05x it, a few seeds in a few hundred overlap.
+ */
+export function driftBound(leaseMs: number, safetyMs: number): number {
+  return safetyMs / (2 * leaseMs - safetyMs);
 }
 
 interface Instance {
@@ -151,6 +182,16 @@ export async function runScenario(
   const skew = options.skewFactor ?? 0.5;
   const wallOffsets = Array.from({ length: slots }, () => Math.round(rng.between(-skew, skew) * t.maxSkewMs));
   for (const offset of wallOffsets) if (offset !== 0) network.count("wall-skew");
+  // One oscillator per slot (a machine): a restarted candidate keeps its slot's rate and origin.
+  // Half the drifting clocks sit exactly at the bound (fast or slow), where safety is tightest.
+  const clockRng = rng.fork();
+  const maxDrift = (options.driftFactor ?? 1) * driftBound(t.leaseMs, t.safetyMs);
+  const drifting = clockRng.chance(0.8);
+  const monotonic: MonotonicFaults[] = Array.from({ length: slots }, () => ({
+    driftRate: drifting ? maxDrift * (clockRng.chance(0.5) ? clockRng.pick([-1, 1]) : clockRng.between(-1, 1)) : 0,
+    originMs: clockRng.int(0, 100) * t.leaseMs,
+  }));
+  for (const m of monotonic) if (m.driftRate !== 0) network.count("clock-drift");
 
   function belief(i: Instance): { term: number; until: number } | undefined {
     const e = i.elector;
@@ -158,13 +199,14 @@ export async function runScenario(
     const state = e.current;
     const signal = e.signal;
     if (!state.isLeader || !signal || signal.aborted || state.leaderUntil === undefined) return undefined;
-    return { term: state.term, until: state.leaderUntil };
+    // leaderUntil is on the candidate's own clock; the checker judges on true time.
+    return { term: state.term, until: i.process.clock.toTrue(state.leaderUntil) };
   }
 
   function spawn(slot: number): Instance {
     const identity = `c${slot}`;
     const label = `${identity}#${generation++}`;
-    const process = new SimProcess(label, clock, wallOffsets[slot] ?? 0, settle);
+    const process = new SimProcess(label, clock, wallOffsets[slot] ?? 0, settle, monotonic[slot]);
     const instance: Instance = {
       label,
       identity,
@@ -176,7 +218,9 @@ export async function runScenario(
     instances.push(instance);
     const random = rng.fork();
     const store = new ChaosStore(inner, network, process);
-    log(`${label} starts (wall offset ${wallOffsets[slot]} ms)`);
+    log(
+      `${label} starts (wall offset ${wallOffsets[slot]} ms, monotonic rate ${process.clock.rate}, origin ${process.clock.originMs})`,
+    );
     runAsLeader(
       {
         store,
@@ -195,7 +239,9 @@ export async function runScenario(
           instance.elector = elector;
           elector.on("elected", ({ term }) => {
             elections.push({ candidate: label, identity, term, at: clock.now() });
-            log(`${label} elected term ${term} until ${elector.current.leaderUntil}`);
+            const until = elector.current.leaderUntil;
+            const trueUntil = until === undefined ? undefined : process.clock.toTrue(until);
+            log(`${label} elected term ${term} until ${until} on its clock (${trueUntil} true)`);
           });
           elector.on("deposed", ({ term, reason }) => log(`${label} deposed term ${term}: ${reason}`));
           elector.on("error", ({ during, error }) => {
@@ -212,7 +258,7 @@ export async function runScenario(
           if (signal.aborted) return;
           const sentAt = clock.now();
           const until = instance.elector?.current.leaderUntil;
-          if (until === undefined || sentAt >= until) staleWrites++;
+          if (until === undefined || process.clock.now() >= until) staleWrites++;
           void network.travel().then(() => {
             const accepted = resource.land(label, term, sentAt, clock.now());
             if (!accepted) log(`resource rejects term ${term} from ${label} (sent at ${sentAt})`);
@@ -322,7 +368,7 @@ export async function runScenario(
   return {
     seed,
     backend,
-    summary: `${slots} candidates, lease ${t.leaseMs} ms, renew ${t.renewMs}, retry ${t.retryMs}, safety ${t.safetyMs}, maxSkew ${t.maxSkewMs}, ${durationMs} ms, watch ${profile.watch}`,
+    summary: `${slots} candidates, lease ${t.leaseMs} ms, renew ${t.renewMs}, retry ${t.retryMs}, safety ${t.safetyMs}, maxSkew ${t.maxSkewMs}, drift ${monotonic.map((m) => m.driftRate?.toFixed(4)).join("/")}, ${durationMs} ms, watch ${profile.watch}`,
     violations,
     stats: {
       faults: Object.fromEntries(network.faults),
