@@ -10,13 +10,13 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { expect, it } from "vitest";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
+import { freePort } from "./support/server-process.js";
 
 const root = join(import.meta.dirname, "..");
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
@@ -30,14 +30,6 @@ function wranglerEnv(logDir: string): NodeJS.ProcessEnv {
     WRANGLER_LOG_PATH: logDir,
     NO_COLOR: "1",
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Resolves once wrangler dev prints "Ready on"; rejects with its output if it exits first. */

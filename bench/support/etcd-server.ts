@@ -3,11 +3,11 @@
  * etcd-server`), with its data in a temp folder that is removed on stop. For the handover benchmark's
  * peer comparison only.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, spawnCapturing, stopProcess } from "../../test/support/server-process.js";
 
 export interface RunningEtcd {
   endpoint: string;
@@ -17,51 +17,28 @@ export interface RunningEtcd {
 
 const READY_TIMEOUT_MS = 15_000;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
-}
-
 /** Starts etcd, or rejects with a message saying how to install it when the binary is missing. */
 export async function startEtcd(binary = process.env.ETCD_BIN ?? "etcd"): Promise<RunningEtcd> {
   const dataDir = mkdtempSync(join(tmpdir(), "leasehold-etcd-"));
   const [clientPort, peerPort] = [await freePort(), await freePort()];
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
-  const child = spawn(
-    binary,
-    [
-      "--name=bench",
-      `--data-dir=${dataDir}`,
-      `--listen-client-urls=${client}`,
-      `--advertise-client-urls=${client}`,
-      `--listen-peer-urls=${peer}`,
-      `--initial-advertise-peer-urls=${peer}`,
-      `--initial-cluster=bench=${peer}`,
-      "--log-level=error",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-8192);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const { child, output } = spawnCapturing(binary, [
+    "--name=bench",
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=bench=${peer}`,
+    "--log-level=error",
+  ]);
   const cleanup = async () => {
     await stopProcess(child);
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const version = await waitUntilReady(child, client, () => output);
+    const version = await waitUntilReady(child, client, output);
     return { endpoint: client, version, stop: cleanup };
   } catch (error) {
     await cleanup();
@@ -95,13 +72,4 @@ async function waitUntilReady(child: ChildProcess, endpoint: string, output: () 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`etcd did not answer at ${endpoint} within ${READY_TIMEOUT_MS} ms:\n${output()}`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
-  await exited;
-  clearTimeout(timer);
 }

@@ -7,11 +7,11 @@
  * Go >= 1.25. Each start binds 127.0.0.1 on a free port with the in-memory backend and creates
  * nothing: tests create their own buckets.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { freePort, spawnCapturing, stopProcess } from "../support/server-process.js";
 import type { StartedServer } from "./global-setup.js";
 
 export const FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server";
@@ -62,19 +62,6 @@ async function checkGo(): Promise<void> {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
-}
-
 export interface FakeGcs extends StartedServer {
   endpoint: string;
 }
@@ -86,20 +73,21 @@ export async function startFakeGcs(): Promise<FakeGcs> {
   // A port picked free can be taken before the server binds it: try a few.
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const child = spawn(
-      binary,
-      ["-scheme", "http", "-host", "127.0.0.1", "-port", String(port), "-backend", "memory", "-log-level", "error"],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    const keep = (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-8192);
-    };
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
+    const { child, output } = spawnCapturing(binary, [
+      "-scheme",
+      "http",
+      "-host",
+      "127.0.0.1",
+      "-port",
+      String(port),
+      "-backend",
+      "memory",
+      "-log-level",
+      "error",
+    ]);
     const endpoint = `http://127.0.0.1:${port}`;
     try {
-      await waitUntilReady(child, endpoint, () => output);
+      await waitUntilReady(child, endpoint, output);
       return { endpoint, env: { GCS_ENDPOINT: endpoint }, stop: () => stopProcess(child) };
     } catch (error) {
       lastError = error;
@@ -128,15 +116,6 @@ async function waitUntilReady(child: ChildProcess, endpoint: string, output: () 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`fake-gcs-server did not answer at ${endpoint} within ${READY_TIMEOUT_MS} ms:\n${output()}`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
-  await exited;
-  clearTimeout(timer);
 }
 
 export async function start(): Promise<StartedServer> {
