@@ -291,6 +291,22 @@ interface HttpModule {
  * (see `OpenStoreOptions`). Throws `LeaseValidationError` for a bad URL, `StoreUnavailableError`
  * when the backend's module is missing, and the backend's own error when it cannot start.
  */
+/**
+ * The table settings a `dynamodb://` URL carries, for `new DynamoDbStore({ client, ...these })`:
+ * shared with the Worker runtime, which builds its client differently (secrets, no computed import).
+ */
+export function dynamoDbTableOptions(spec: Extract<StoreUrl, { kind: "dynamodb" }>): {
+  table: string;
+  partitionKey?: string;
+  ttlAttribute?: string;
+} {
+  return {
+    table: spec.table,
+    ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
+    ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
+  };
+}
+
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
   const env = options.env ?? {};
   const spec = parseStoreUrl(url);
@@ -317,12 +333,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         region,
         ...(spec.endpoint === undefined ? {} : { endpoint: spec.endpoint }),
       });
-      return new DynamoDbStore({
-        client,
-        table: spec.table,
-        ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
-        ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
-      });
+      return new DynamoDbStore({ client, ...dynamoDbTableOptions(spec) });
     }
     case "gcs": {
       const projectId = spec.projectId ?? env.GOOGLE_CLOUD_PROJECT;

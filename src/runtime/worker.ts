@@ -17,7 +17,7 @@
 import { createApp } from "../api/app.js";
 import { type AuthConfig, parseTokens } from "../api/auth.js";
 import type { LeaseStore } from "../lease.js";
-import { parseStoreUrl } from "../open-store.js";
+import { dynamoDbTableOptions, parseStoreUrl } from "../open-store.js";
 import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
 
 export { LeaseObject } from "../stores/durable-object.js";
@@ -112,12 +112,7 @@ async function storeFromEnv(env: WorkerEnv): Promise<LeaseStore> {
       ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
     },
   });
-  return new DynamoDbStore({
-    client,
-    table: spec.table,
-    ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
-    ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
-  });
+  return new DynamoDbStore({ client, ...dynamoDbTableOptions(spec) });
 }
 
 function msOption<K extends string>(key: K, variable: string, value: string | undefined): Partial<Record<K, number>> {
