@@ -10,7 +10,7 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { type Clock, systemClock } from "../clock.js";
 import type { LeaseStore, Stored } from "../lease.js";
-import { nameSchema, validate, zodIssues } from "../lease.js";
+import { validateName, zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
 import { ApiMetrics } from "./metrics.js";
@@ -203,7 +203,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     await next();
   });
 
-  const leaseName = (c: Context) => validate("lease name", nameSchema, c.req.param("name"));
+  const leaseName = (c: Context) => validateName(c.req.param("name"));
   const authorize = async (c: Context, verb: Verb, lease: string) => {
     const result = await auth.check(c.req.header("authorization"), verb, lease);
     if (!result.ok) throw new ProblemError(result.status === 401 ? "unauthorized" : "forbidden", result.detail);
