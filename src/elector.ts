@@ -16,16 +16,13 @@
  * Runtime-neutral: no Node-only API.
  */
 import { type Clock, systemClock } from "./clock.js";
-import {
-  isAmbiguous,
-  LeaseConflictError,
-  type LeaseRecord,
-  type LeaseStore,
-  LeaseStoreError,
-  newWriteId,
-  type Stored,
-} from "./lease.js";
-import { resolveElectorOptions, validateRunAsLeaderArguments } from "./options.js";
+import { CasWriter } from "./elector/cas.js";
+import { Emitter, type Listener } from "./elector/events.js";
+import { resolveElectorOptions } from "./elector/options.js";
+import { LeadershipLostError, type LossReason } from "./errors.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
+
+export type { LossReason } from "./errors.js";
 
 export interface ElectorOptions {
   /** Where the lease lives. */
@@ -57,13 +54,17 @@ export interface ElectorOptions {
   random?: () => number;
 }
 
-export type LossReason = "conflict" | "expired" | "stopped" | "released";
-
 export interface ElectedEvent {
   term: number;
   record: LeaseRecord;
   /** Aborts the moment this term's leadership ends (or stop() begins). */
   signal: AbortSignal;
+  /**
+   * True while this term is held and its safe window is open, read from the monotonic clock at
+   * the moment of asking: call it right before each side effect. Unlike `signal`, it does not
+   * wait for a timer, so a process that was paused past its window sees `false` on waking.
+   */
+  stillLeader: () => boolean;
 }
 export interface DeposedEvent {
   term: number;
@@ -86,6 +87,7 @@ export type ElectorPhase = "idle" | "follower" | "leader" | "stopped";
 
 export interface ElectorState {
   phase: ElectorPhase;
+  /** Leader, and the monotonic clock has not passed `leaderUntil` (whether or not the watchdog has run). */
   isLeader: boolean;
   /** The holder last observed (this candidate when leader). */
   holder: string | null;
@@ -95,17 +97,6 @@ export interface ElectorState {
   leaderUntil: number | undefined;
   /** Monotonic time of the last successful renewal or acquisition sent. */
   lastRenewalSentAt: number | undefined;
-}
-
-/** Thrown into a term's signal as its abort reason. */
-export class LeadershipLostError extends Error {
-  override name = "LeadershipLostError";
-  constructor(
-    readonly term: number,
-    readonly reason: LossReason | "stopping",
-  ) {
-    super(`leadership of term ${term} ended: ${reason}`);
-  }
 }
 
 interface Held {
@@ -123,8 +114,6 @@ interface Observed {
   /** Monotonic time this revision was first seen. */
   at: number;
 }
-
-type Listener<T> = (event: T) => void;
 
 export class Elector {
   readonly name: string;
@@ -146,8 +135,8 @@ export class Elector {
   private held: Held | undefined;
   private observed: Observed | undefined;
   private lastLeader: { holder: string | null; term: number } | undefined;
-  /** Our writes whose outcome is unknown, with the instant each was sent. */
-  private readonly unresolved = new Map<string, number>();
+  /** Every store call goes through it: timeouts, and which writes are ours (the ownership rule). */
+  private readonly writer: CasWriter;
   /** The highest term this elector has been leader of: it never hands out a term twice. */
   private lastLedTerm = 0;
   /** Read before the next follower decision (the last observation may be stale). */
@@ -158,7 +147,7 @@ export class Elector {
   private loop: Promise<void> | undefined;
   private wakeLoop: (() => void) | undefined;
   private readonly work = new Set<Promise<unknown>>();
-  private readonly listeners: { [K in keyof ElectorEvents]?: Set<Listener<ElectorEvents[K]>> } = {};
+  private readonly events = new Emitter<ElectorEvents>();
   private watchAbort: AbortController | undefined;
   /** True while the store's push stream is delivering: polling then only backs it up. */
   private watchLive = false;
@@ -180,24 +169,25 @@ export class Elector {
     this.metadata = o.metadata;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
+    this.writer = new CasWriter({
+      store: this.store,
+      name: this.name,
+      clock: this.clock,
+      callTimeoutMs: o.callTimeoutMs,
+    });
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */
   on<K extends keyof ElectorEvents>(type: K, listener: Listener<ElectorEvents[K]>): () => void {
-    let set = this.listeners[type] as Set<Listener<ElectorEvents[K]>> | undefined;
-    if (!set) {
-      set = new Set();
-      (this.listeners as Record<string, unknown>)[type] = set;
-    }
-    set.add(listener);
-    return () => set.delete(listener);
+    return this.events.on(type, listener);
   }
 
+  /** A snapshot; `isLeader` is computed from the clock at the moment of asking. */
   get current(): ElectorState {
     const h = this.held;
     return {
       phase: this.phase,
-      isLeader: h !== undefined,
+      isLeader: h !== undefined && this.clock.now() < h.until,
       holder: h ? this.identity : (this.observed?.stored?.record.holder ?? null),
       term: h ? h.stored.record.term : (this.observed?.stored?.record.term ?? 0),
       leaderUntil: h?.until,
@@ -293,13 +283,11 @@ export class Elector {
       renewedAt: this.clock.wallNow(),
       writeId: newWriteId(),
     };
-    const outcome = await this.write(next, h.stored.revision, h.until - sentAt);
+    const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
     if (this.held !== h) return; // the watchdog ended this term while the call was out
     if (outcome.kind === "applied") {
-      this.adopt(h, outcome.stored, sentAt);
-      this.emit("renewed", { term: next.term, revision: outcome.stored.revision });
-    } else if (outcome.kind === "ours") {
       this.adopt(h, outcome.stored, outcome.sentAt);
+      this.emit("renewed", { term: next.term, revision: outcome.stored.revision });
     } else if (outcome.kind === "lost") {
       this.lose("conflict");
       this.observe(outcome.current);
@@ -314,7 +302,6 @@ export class Elector {
     h.sentAt = sentAt;
     h.until = sentAt + stored.record.leaseMs - this.safetyMs;
     h.nextAt = sentAt + this.renewMs;
-    this.unresolved.clear();
     this.armWatchdog(h);
   }
 
@@ -330,14 +317,17 @@ export class Elector {
     });
   }
 
+  /** One of our writes produced `stored`: lead with it, unless what it says or when rules that out. */
   private becomeLeader(stored: Stored, sentAt: number): void {
     // A term we already led and lost is over: an ambiguous renewal of it that turns out to have
     // landed must not make us its leader again (a second `elected` reusing a fencing token).
     const ended = stored.record.term <= this.lastLedTerm;
-    if (ended || this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
-      // Our write landed but its safe window has already closed (or its term has ended): not
-      // leader; it may be taken over (by us too, with a new term) once it has expired for everyone.
-      this.unresolved.clear();
+    const ours = stored.record.holder === this.identity;
+    if (ended || !ours || this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
+      // Our write landed but its safe window has already closed (or its term has ended, or it was
+      // a release): not leader; it may be taken over (by us too, with a new term) once it has
+      // expired for everyone.
+      this.writer.forget();
       this.observed = { stored, at: sentAt };
       this.needsRead = false;
       this.noteLeader(stored);
@@ -358,7 +348,24 @@ export class Elector {
     this.noteLeader(stored);
     // Elected while stop() was starting: hand out an already-aborted signal, then release.
     if (this.stopping) h.controller.abort(new LeadershipLostError(stored.record.term, "stopping"));
-    this.emit("elected", { term: stored.record.term, record: stored.record, signal: h.controller.signal });
+    this.emit("elected", {
+      term: stored.record.term,
+      record: stored.record,
+      signal: h.controller.signal,
+      stillLeader: () => this.stillLeader(h),
+    });
+  }
+
+  /**
+   * The clock-checked leader test for term `h`. A closed window found here ends the term at once
+   * (its signal aborts now), instead of when the watchdog's timer gets to run.
+   */
+  private stillLeader(h: Held): boolean {
+    if (this.held !== h || h.controller.signal.aborted) return false;
+    if (this.clock.now() < h.until) return true;
+    this.lose("expired");
+    this.wake();
+    return false;
   }
 
   private lose(reason: LossReason): void {
@@ -386,15 +393,14 @@ export class Elector {
         renewedAt: this.clock.wallNow(),
         writeId: newWriteId(),
       };
-      const outcome = await this.write(next, h.stored.revision, h.until - sentAt);
+      const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
       if (this.held !== h) return;
       if (outcome.kind === "applied") {
-        this.observed = { stored: outcome.stored, at: this.clock.now() };
-        return;
-      }
-      if (outcome.kind === "ours") {
-        // One of our own writes landed meanwhile: a renewal (release again on top of it) or this release.
-        if (outcome.stored.record.holder === null) return;
+        if (outcome.stored.record.holder === null) {
+          this.observed = { stored: outcome.stored, at: this.clock.now() };
+          return;
+        }
+        // An earlier renewal of ours landed meanwhile: release again on top of it.
         this.adopt(h, outcome.stored, outcome.sentAt);
         continue;
       }
@@ -418,7 +424,9 @@ export class Elector {
         return;
       }
       this.needsRead = false;
-      if (await this.resolveOwn(read.stored)) return;
+      // A read that shows one of our unknown writes means that write applied: we hold what it wrote.
+      const mine = this.writer.recognise(read.stored);
+      if (mine) return this.becomeLeader(mine.stored, mine.sentAt);
       this.observe(read.stored);
     }
     const observed = this.observed;
@@ -461,26 +469,15 @@ export class Elector {
       metadata: this.metadata,
       writeId: newWriteId(),
     };
-    const sentAt = this.clock.now();
-    const outcome = await this.write(next, current?.revision ?? null, this.callTimeoutMs);
-    if (this.stopRequested && outcome.kind !== "applied" && outcome.kind !== "ours") return;
-    if (outcome.kind === "applied") this.becomeLeader(outcome.stored, sentAt);
-    else if (outcome.kind === "ours") this.becomeLeader(outcome.stored, outcome.sentAt);
+    const outcome = await this.writer.write(next, current?.revision ?? null);
+    if (this.stopRequested && outcome.kind !== "applied") return;
+    if (outcome.kind === "applied") this.becomeLeader(outcome.stored, outcome.sentAt);
     else if (outcome.kind === "lost") this.observe(outcome.current);
     else {
       this.emit("error", { error: outcome.error, during: "acquire" });
       this.needsRead = true;
       await this.wait(this.retryDelay());
     }
-  }
-
-  /** A read that shows one of our unresolved writes means that write applied: we hold what it wrote. */
-  private async resolveOwn(stored: Stored | null): Promise<boolean> {
-    const id = stored?.record.writeId;
-    const sentAt = id === undefined ? undefined : this.unresolved.get(id);
-    if (!stored || sentAt === undefined || stored.record.holder !== this.identity) return false;
-    this.becomeLeader(stored, sentAt);
-    return true;
   }
 
   private observe(stored: Stored | null | undefined): void {
@@ -506,82 +503,10 @@ export class Elector {
 
   private async read(): Promise<{ ok: true; stored: Stored | null } | { ok: false }> {
     try {
-      return {
-        ok: true,
-        stored: await this.withTimeout((signal) => this.store.get(this.name, { signal }), this.callTimeoutMs),
-      };
+      return { ok: true, stored: await this.writer.read() };
     } catch (error) {
       this.emit("error", { error, during: "read" });
       return { ok: false };
-    }
-  }
-
-  /**
-   * One conditional write, classified: applied; "ours" (a conflict whose winner is one of our own
-   * unresolved writes); lost to another writer; or failed (retry later; ambiguous ones are
-   * remembered by writeId).
-   */
-  private async write(
-    next: LeaseRecord,
-    expected: string | null,
-    timeoutMs: number,
-  ): Promise<
-    | { kind: "applied"; stored: Stored }
-    | { kind: "ours"; stored: Stored; sentAt: number }
-    | { kind: "lost"; current: Stored | null | undefined }
-    | { kind: "failed"; error: unknown }
-  > {
-    const sentAt = this.clock.now();
-    try {
-      const stored = await this.withTimeout(
-        (signal) => this.store.put(next, expected, { signal }),
-        Math.min(timeoutMs, this.callTimeoutMs),
-      );
-      return { kind: "applied", stored };
-    } catch (error) {
-      if (error instanceof LeaseConflictError) {
-        let current = error.current;
-        if (current === undefined && this.unresolved.size > 0) {
-          const read = await this.read();
-          if (read.ok) current = read.stored;
-        }
-        const mine = current ? this.unresolved.get(current.record.writeId) : undefined;
-        if (current && mine !== undefined && current.record.holder === next.holder) {
-          return { kind: "ours", stored: current, sentAt: mine };
-        }
-        return { kind: "lost", current };
-      }
-      if (isAmbiguous(error)) this.remember(next.writeId, sentAt);
-      return { kind: "failed", error };
-    }
-  }
-
-  private remember(writeId: string, sentAt: number): void {
-    this.unresolved.set(writeId, sentAt);
-    // Only the latest few can still be the record's current write; keep the map bounded.
-    for (const oldest of this.unresolved.keys()) {
-      if (this.unresolved.size <= 16) break;
-      this.unresolved.delete(oldest);
-    }
-  }
-
-  /** Races a store call against the clock; on timeout the call is aborted and counts as ambiguous. */
-  private async withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {
-    const abort = new AbortController();
-    const timer = new AbortController();
-    const pending = call(abort.signal);
-    pending.catch(() => undefined);
-    const expired = this.clock.sleep(Math.max(0, timeoutMs), timer.signal).then(() => {
-      if (timer.signal.aborted) return undefined as never;
-      abort.abort();
-      throw new LeaseStoreError(`store call for lease "${this.name}" timed out after ${Math.round(timeoutMs)} ms`, {
-        ambiguous: true,
-      });
-    });
-    try {
-      return await Promise.race([pending, expired]);
-    } finally {
-      timer.abort();
     }
   }
 
@@ -634,69 +559,6 @@ export class Elector {
   }
 
   private emit<K extends keyof ElectorEvents>(type: K, event: ElectorEvents[K]): void {
-    const set = this.listeners[type] as Set<Listener<ElectorEvents[K]>> | undefined;
-    for (const listener of set ?? []) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's bug must not break the election loop.
-      }
-    }
+    this.events.emit(type, event);
   }
-}
-
-export interface LeaderContext {
-  term: number;
-  record: LeaseRecord;
-  /** Aborts when leadership is lost or stop begins: stop work, then return. */
-  signal: AbortSignal;
-}
-
-export interface RunAsLeaderOptions extends ElectorOptions {
-  /** Aborting it stops campaigning: `fn` is signalled, awaited up to graceMs, then the lease is released. */
-  signal?: AbortSignal;
-  /** Called with the elector before it starts (to subscribe to events). */
-  onElector?: (elector: Elector) => void;
-}
-
-/**
- * Campaigns and calls `fn` each time this candidate is elected. When leadership is lost `fn`'s
- * signal aborts and, once `fn` returns, the candidate campaigns again. When `fn` returns while
- * still leader its work is done: the lease is released and its result returned. Aborting
- * `options.signal` stops (resolving `undefined`) after `fn` has returned or graceMs has passed.
- */
-export async function runAsLeader<T>(
-  options: RunAsLeaderOptions,
-  fn: (context: LeaderContext) => Promise<T> | T,
-): Promise<T | undefined> {
-  validateRunAsLeaderArguments(options, fn);
-  const elector = new Elector(options);
-  options.onElector?.(elector);
-  return new Promise<T | undefined>((resolve, reject) => {
-    let previous: Promise<unknown> = Promise.resolve();
-    let settled = false;
-    const finish = (result: () => void) => {
-      if (settled) return;
-      settled = true;
-      void elector.stop({ release: true }).then(result, reject);
-    };
-    elector.on("elected", ({ term, record, signal }) => {
-      // The previous term's fn must have returned before the next starts: no overlap with ourselves.
-      const run = previous.then(async () => {
-        if (signal.aborted) return;
-        try {
-          const value = await fn({ term, record, signal });
-          if (!signal.aborted) finish(() => resolve(value));
-        } catch (error) {
-          if (!signal.aborted) finish(() => reject(error));
-        }
-      });
-      previous = run;
-      elector.trackWork(run);
-    });
-    const outer = options.signal;
-    if (outer?.aborted) return finish(() => resolve(undefined));
-    outer?.addEventListener("abort", () => finish(() => resolve(undefined)), { once: true });
-    elector.start();
-  });
 }

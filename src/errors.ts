@@ -58,6 +58,23 @@ export class LeaseValidationError extends LeaseholdError {
 }
 
 /**
+ * Thrown when a write would break one of the record's invariants across revisions (a term that
+ * goes down or skips, a new holder without term + 1, a release that changes the term): the HTTP
+ * API refuses such a write whatever the token allows (src/term-rules.ts). Nothing was changed.
+ */
+export class LeaseTermRuleError extends LeaseValidationError {
+  override name = "LeaseTermRuleError";
+  constructor(
+    readonly lease: string,
+    /** The rule broken, e.g. "term-decreased" (src/term-rules.ts). */
+    readonly rule: string,
+    detail: string,
+  ) {
+    super("lease write", [{ path: "term", message: detail }]);
+  }
+}
+
+/**
  * Thrown when a record read from the store is not a valid lease record (bad JSON, missing or
  * mistyped fields, foreign data). leasehold never overwrites such a record: an operator must look.
  */
@@ -80,4 +97,21 @@ export class LeaseCorruptError extends LeaseholdError {
 /** True for an error a store raised because the outcome of a write is unknown. */
 export function isAmbiguous(error: unknown): boolean {
   return error instanceof LeaseStoreError && error.ambiguous;
+}
+
+/** Why a term ended: taken over or released by someone else, expired, stopped without release, released. */
+export type LossReason = "conflict" | "expired" | "stopped" | "released";
+
+/**
+ * The abort reason of a term's signal, and what `assertLeader()` throws once the term is over or
+ * its safe window has closed. `reason` says why; "stopping" when a graceful stop began.
+ */
+export class LeadershipLostError extends LeaseholdError {
+  override name = "LeadershipLostError";
+  constructor(
+    readonly term: number,
+    readonly reason: LossReason | "stopping",
+  ) {
+    super(`leadership of term ${term} ended: ${reason}`);
+  }
 }

@@ -5,6 +5,7 @@
  */
 
 export { type Clock, ManualClock, type ManualClockOptions, systemClock } from "./clock.js";
+export { type LeaderContext, type RunAsLeaderOptions, runAsLeader } from "./elector/run-as-leader.js";
 export {
   type DeposedEvent,
   type ElectedEvent,
@@ -13,14 +14,11 @@ export {
   type ElectorOptions,
   type ElectorPhase,
   type ElectorState,
-  type LeaderContext,
   type LeaderEvent,
-  LeadershipLostError,
   type LossReason,
-  type RunAsLeaderOptions,
-  runAsLeader,
 } from "./elector.js";
 export { ElectorMetrics } from "./elector-metrics.js";
+export { LeadershipLostError } from "./errors.js";
 export * from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { MemoryStore } from "./stores/memory.js";

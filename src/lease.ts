@@ -12,6 +12,7 @@ export {
   LeaseCorruptError,
   LeaseholdError,
   LeaseStoreError,
+  LeaseTermRuleError,
   LeaseValidationError,
 } from "./errors.js";
 
@@ -130,6 +131,11 @@ export interface LeaseStore {
   watch?(name: string, signal: AbortSignal): AsyncIterable<Stored | null>;
   /** Releases client resources (connections, file handles). */
   close?(): Promise<void>;
+  /**
+   * Optional: throws the `LeaseValidationError` that `put` would throw when `revision` cannot be
+   * one this store issued. Lets the API answer a malformed `If-Match` with 400 before any I/O.
+   */
+  checkRevision?(revision: Revision): void;
   /**
    * Optional: a backend with a per-object write-rate limit (GCS: about one write per second)
    * throws a `LeaseValidationError` for elector settings it cannot sustain.

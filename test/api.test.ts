@@ -180,6 +180,80 @@ describe("raw compare-and-swap (PUT)", () => {
       "validation",
     );
   });
+
+  it("a PUT that would move the term backwards, skip it, or hand the lease over without term + 1 is 409 and changes nothing", async () => {
+    const name = uniqueName();
+    const held = await acquire(name, "a", { leaseMs: 60_000 });
+    expect(held.body.lease).toMatchObject({ holder: "a", term: 1 });
+    const ifMatch = { headers: { "If-Match": `"${held.body.lease.revision}"` } };
+    const refused = [
+      // The reproduction from the issue: a live lease given away at term 0.
+      [body({ holder: "someone-else", term: 0, leaseMs: 60_000, acquiredAt: 0 }), "term-decreased"],
+      [body({ holder: "someone-else", term: 1 }), "new-holder-needs-next-term"],
+      [body({ holder: "someone-else", term: 3 }), "term-skipped"],
+      [body({ holder: "a", term: 3 }), "term-skipped"],
+      [body({ holder: null, term: 2 }), "release-keeps-term"],
+    ] as const;
+    for (const [write, rule] of refused) {
+      const r = await call("PUT", path(name), write, ifMatch);
+      expectProblem(r, 409, "term-rule");
+      expect(r.body.rule).toBe(rule);
+      expect(r.body.lease).toMatchObject({ holder: "a", term: 1, revision: held.body.lease.revision });
+      expect((await call("GET", path(name))).body).toEqual(held.body.lease);
+    }
+    // A release keeps the term; from free, a new holder takes exactly term + 1.
+    const released = await call("PUT", path(name), body({ holder: null, term: 1, writeId: "rel" }), ifMatch);
+    expect(released.body).toMatchObject({ holder: null, term: 1 });
+    const fromFree = { headers: { "If-Match": `"${released.body.revision}"` } };
+    const sameTerm = await call("PUT", path(name), body({ holder: "b", term: 1 }), fromFree);
+    expectProblem(sameTerm, 409, "term-rule");
+    expect(sameTerm.body.rule).toBe("new-holder-needs-next-term");
+    const taken = await call("PUT", path(name), body({ holder: "b", term: 2, writeId: "b2" }), fromFree);
+    expect(taken.body).toMatchObject({ holder: "b", term: 2 });
+    // The same holder renews at its term, or re-acquires at term + 1.
+    const renewed = await call("PUT", path(name), body({ holder: "b", term: 2, writeId: "b2r" }), {
+      headers: { "If-Match": `"${taken.body.revision}"` },
+    });
+    expect(renewed.body).toMatchObject({ holder: "b", term: 2 });
+    const again = await call("PUT", path(name), body({ holder: "b", term: 3, writeId: "b3" }), {
+      headers: { "If-Match": `"${renewed.body.revision}"` },
+    });
+    expect(again.body).toMatchObject({ holder: "b", term: 3 });
+    // A create names a holder from term 1 up (any higher start only raises the fencing token).
+    const fresh = uniqueName();
+    const zero = await call("PUT", path(fresh), body({ term: 0 }), { headers: { "If-None-Match": "*" } });
+    expectProblem(zero, 409, "term-rule");
+    expect(zero.body.rule).toBe("create-needs-term");
+    expectProblem(await call("GET", path(fresh)), 404, "not-found");
+  });
+
+  it("a malformed If-Match or If-None-Match is 400 naming the header; a well-formed stale one is 412", async () => {
+    const name = uniqueName();
+    const held = await acquire(name, "a", { leaseMs: 60_000 });
+    const takeover = body({ holder: "b", term: 2 });
+    for (const headers of [
+      { "If-Match": '"abc"' },
+      { "If-Match": '"0"' },
+      { "If-Match": "1" },
+      { "If-Match": 'W/"1"' },
+      { "If-Match": '"1", "2"' },
+      { "If-Match": "*" },
+      { "If-None-Match": '"1"' },
+      { "If-Match": `"${held.body.lease.revision}"`, "If-None-Match": "*" },
+    ]) {
+      const r = await call("PUT", path(name), takeover, { headers });
+      expectProblem(r, 400, "validation");
+      const header =
+        "If-None-Match" in headers && !("If-Match" in headers) ? "If-None-Match" : Object.keys(headers).at(-1);
+      expect(r.body.errors.map((e: { path: string }) => e.path)).toEqual([header]);
+      expect(r.headers.get("retry-after")).toBeNull();
+      expect(JSON.stringify(r.body)).not.toMatch(/\/(tmp|var|home|work)\//);
+    }
+    const stale = await call("PUT", path(name), takeover, { headers: { "If-Match": '"999"' } });
+    expectProblem(stale, 412, "precondition-failed");
+    expect(stale.body.lease).toEqual(held.body.lease);
+    expect((await call("GET", path(name))).body).toEqual(held.body.lease);
+  });
 });
 
 describe("errors", () => {
@@ -270,11 +344,11 @@ describe("errors", () => {
     }
   });
 
-  it("an ambiguous store failure is 503 with Retry-After", async () => {
+  it("an ambiguous store failure is 503 with Retry-After, and its detail keeps the backend's message to itself", async () => {
     const failing: LeaseStore = {
       get: async () => null,
       put: async () => {
-        throw new LeaseStoreError("injected timeout", { ambiguous: true });
+        throw new LeaseStoreError("injected timeout at /var/lib/secret/leasehold.db", { ambiguous: true });
       },
     };
     const local = await startApi({ store: failing });
@@ -287,7 +361,11 @@ describe("errors", () => {
       expect(r.status).toBe(503);
       expect(r.headers.get("retry-after")).toBe("1");
       expect(r.headers.get("content-type")).toBe("application/problem+json");
-      expect((await r.json()).detail).toContain("injected timeout");
+      const detail = (await r.json()).detail;
+      expect(detail).toBe(
+        "the store failed during put; a write may or may not have applied, and is settled by reading; retry",
+      );
+      expect(detail).not.toContain("/var/lib");
     } finally {
       await local.close();
     }

@@ -9,7 +9,7 @@ import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseStoreError } from "../src/lease.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
-import { makeRecord, uniqueName } from "./conformance/store-contract.js";
+import { casWrite, makeRecord, uniqueName } from "./conformance/store-contract.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 import { TrackedStore } from "./support/tracked-store.js";
@@ -60,40 +60,48 @@ describe("dynamodb: a conflict carries the current item (ALL_OLD, as real Dynamo
     expect(proxy.seen).toEqual(["PutItem"]);
   });
 
-  it("recognises its own retried write from the item in the error, with no GetItem", async () => {
+  it("reports its own retried write from the item in the error, with no GetItem; the write path counts it applied", async () => {
     const store = viaProxy();
     proxy.returnOldItem = true;
     const name = uniqueName();
     const record = makeRecord(name);
     proxy.failNextPut("drop-response");
-    expect(await store.put(record, null)).toEqual({ record, revision: "1" });
+    const error = await failureOf(store.put(record, null));
+    expect(error).toBeInstanceOf(LeaseConflictError);
+    expect((error as LeaseConflictError).current).toEqual({ record, revision: "1" });
     expect(proxy.seen).toEqual(["PutItem", "PutItem"]);
+    const retried = makeRecord(uniqueName());
+    proxy.failNextPut("drop-response");
+    expect(await casWrite(store, retried, null)).toMatchObject({
+      kind: "applied",
+      stored: { record: retried, revision: "1" },
+    });
   });
 });
 
 describe("dynamodb: SDK retries of a write that already applied", () => {
-  it("a create whose response was lost is retried by the SDK, and the store reports it applied", async () => {
+  it("a create whose response was lost is retried by the SDK: a conflict carrying it, which the write path counts applied", async () => {
     const store = viaProxy();
     const name = uniqueName();
     const record = makeRecord(name);
     proxy.failNextPut("drop-response");
-    const stored = await store.put(record, null);
+    const outcome = await casWrite(store, record, null);
     // Two PutItems reached the server: the first applied, the SDK's retry failed its own condition.
     expect(proxy.count("PutItem")).toBe(2);
-    expect(stored).toEqual({ record, revision: "1" });
-    expect(await truth().get(name)).toEqual(stored);
+    expect(outcome).toMatchObject({ kind: "applied", stored: { record, revision: "1" } });
+    expect(await truth().get(name)).toEqual({ record, revision: "1" });
   });
 
-  it("a replace that applied but was answered with throttling is reported applied, with the new revision", async () => {
+  it("a replace that applied but was answered with throttling is counted applied, with the new revision", async () => {
     const store = viaProxy();
     const name = uniqueName();
     const first = await truth().put(makeRecord(name), null);
     const next = makeRecord(name, { renewedAt: first.record.renewedAt + 1 });
     proxy.failNextPut("throttle-after-apply");
-    const stored = await store.put(next, first.revision);
+    const outcome = await casWrite(store, next, first.revision);
     expect(proxy.count("PutItem")).toBe(2);
-    expect(stored).toEqual({ record: next, revision: "2" });
-    expect(await truth().get(name)).toEqual(stored);
+    expect(outcome).toMatchObject({ kind: "applied", stored: { record: next, revision: "2" } });
+    expect(await truth().get(name)).toEqual({ record: next, revision: "2" });
   });
 
   it("a retried write against a revision someone else replaced is a genuine conflict carrying their record", async () => {

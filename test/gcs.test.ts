@@ -17,7 +17,7 @@ import {
 } from "../src/lease.js";
 import { checkGcsElectorSettings, GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
 import { describeElectorContract } from "./conformance/elector-contract.js";
-import { describeStoreContract, makeRecord, uniqueName } from "./conformance/store-contract.js";
+import { casWrite, describeStoreContract, makeRecord, uniqueName } from "./conformance/store-contract.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
 
 const endpoint = process.env.GCS_ENDPOINT;
@@ -88,16 +88,23 @@ describe("GcsStore: object layout", () => {
 });
 
 describe("GcsStore: SDK retries of conditional uploads", () => {
-  it("a create whose response was lost, retried by the SDK and answered 412, is recognised by writeId", async () => {
+  it("a create whose response was lost, retried by the SDK and answered 412, is reported with itself and counted applied", async () => {
     const store = retryingClient(proxy.endpoint);
     const name = uniqueName();
     const record = makeRecord(name);
     proxy.failNextUpload("reset-after-apply");
     const before = proxy.uploads;
-    const stored = await store.put(record, null);
+    const error = await rejection(store.put(record, null));
     expect(proxy.uploads - before).toBe(2); // the SDK did retry, and the retry met 412
-    expect(stored.record).toEqual(record);
-    expect(await store.get(name)).toEqual(stored);
+    expect(error).toBeInstanceOf(LeaseConflictError);
+    const current = (error as LeaseConflictError).current;
+    expect(current?.record).toEqual(record);
+    expect(await store.get(name)).toEqual(current);
+    const again = makeRecord(uniqueName());
+    proxy.failNextUpload("reset-after-apply");
+    const outcome = await casWrite(store, again, null);
+    expect(outcome).toMatchObject({ kind: "applied", stored: { record: again } });
+    expect(await store.get(again.name)).toEqual(outcome.kind === "applied" ? outcome.stored : undefined);
   });
 
   it("a renewal that applied but was answered 503, then retried into 412, keeps the lease", async () => {
@@ -107,8 +114,10 @@ describe("GcsStore: SDK retries of conditional uploads", () => {
     const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 5000 });
     proxy.failNextUpload("503-after-apply");
     const before = proxy.uploads;
-    const stored = await store.put(renewal, first.revision);
+    const outcome = await casWrite(store, renewal, first.revision);
     expect(proxy.uploads - before).toBe(2);
+    expect(outcome.kind).toBe("applied");
+    const stored = outcome.kind === "applied" ? outcome.stored : first;
     expect(stored.record).toEqual(renewal);
     expect(stored.revision).not.toBe(first.revision);
     expect(await store.get(name)).toEqual(stored);

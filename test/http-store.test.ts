@@ -18,7 +18,12 @@ afterAll(async () => {
 
 const create = async () => ({ store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) });
 const stamps = "the API server stamps renewedAt with its own clock";
-describeStoreContract("http", { create, conflictCarriesCurrent: true, stampsRenewedAt: stamps });
+describeStoreContract("http", {
+  create,
+  conflictCarriesCurrent: true,
+  stampsRenewedAt: stamps,
+  enforcesTermRules: true,
+});
 describeElectorContract("http", create, { stampsRenewedAt: stamps });
 
 describe("http store: push", () => {

@@ -135,6 +135,9 @@ const routes = {
     responses: {
       200: json(LeaseSchema, "Written"),
       201: json(LeaseSchema, "Created"),
+      409: problem(
+        "The write breaks a term rule (`rule` names it, `lease` is the current record); nothing was written",
+      ),
       412: problem("Revision not current: `lease` is the current record"),
       428: problem("Neither If-Match nor If-None-Match"),
       ...errorResponses,
@@ -240,27 +243,10 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   app.openapi(routes.put, async (c) => {
     const name = leaseName(c);
     await authorize(c, "write", name);
-    const ifMatch = c.req.header("if-match");
-    const ifNoneMatch = c.req.header("if-none-match");
-    let expected: string | null;
-    if (ifNoneMatch === "*" && ifMatch === undefined) expected = null;
-    else if (ifMatch !== undefined && ifNoneMatch === undefined && /^"[^"]{1,64}"$/.test(ifMatch)) {
-      expected = ifMatch.slice(1, -1);
-    } else {
-      throw new ProblemError("precondition-required", 'send exactly one of If-Match: "<revision>" or If-None-Match: *');
-    }
-    try {
-      const stored = await service.put(name, c.req.valid("json"), expected);
-      return c.json(toView(stored), expected === null ? 201 : 200, { ETag: `"${stored.revision}"` });
-    } catch (error) {
-      if (error instanceof Error && error.name === "LeaseConflictError") {
-        const current = (error as { current?: Stored | null }).current;
-        throw new ProblemError("precondition-failed", `lease "${name}" is not at that revision`, {
-          ...(current ? { lease: toView(current) } : {}),
-        });
-      }
-      throw error;
-    }
+    const expected = expectedRevision(c.req.header("if-match"), c.req.header("if-none-match"));
+    if (expected !== null) service.checkRevision("If-Match", expected);
+    const stored = await service.put(name, c.req.valid("json"), expected);
+    return c.json(toView(stored), expected === null ? 201 : 200, { ETag: `"${stored.revision}"` });
   });
 
   app.openapi(routes.list, async (c) => {
@@ -348,6 +334,39 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   });
 
   return app;
+}
+
+/**
+ * The raw PUT's precondition: `If-Match: "<revision>"` (replace that revision) or
+ * `If-None-Match: *` (create). Anything else is the client's error, named by its header.
+ */
+function expectedRevision(ifMatch: string | undefined, ifNoneMatch: string | undefined): string | null {
+  if (ifMatch === undefined && ifNoneMatch === undefined) {
+    throw new ProblemError("precondition-required", 'send exactly one of If-Match: "<revision>" or If-None-Match: *');
+  }
+  if (ifMatch !== undefined && ifNoneMatch !== undefined) {
+    throw new ProblemError("validation", "send only one of If-Match and If-None-Match", {
+      errors: [{ path: "If-None-Match", message: "expected no If-None-Match beside If-Match" }],
+    });
+  }
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch.trim() === "*") return null;
+    throw new ProblemError("validation", "If-None-Match must be * (create only if absent)", {
+      errors: [{ path: "If-None-Match", message: `expected *, got ${JSON.stringify(ifNoneMatch.slice(0, 80))}` }],
+    });
+  }
+  const quoted = /^\s*"([^"\s]{1,64})"\s*$/.exec(ifMatch ?? "");
+  if (!quoted?.[1]) {
+    throw new ProblemError("validation", "If-Match must be one quoted revision, as the ETag header gave it", {
+      errors: [
+        {
+          path: "If-Match",
+          message: `expected a quoted revision such as "3" (no list, no W/, no *), got ${JSON.stringify((ifMatch ?? "").slice(0, 80))}`,
+        },
+      ],
+    });
+  }
+  return quoted[1];
 }
 
 function toProblem(error: unknown): ProblemError {

@@ -1,12 +1,16 @@
 /**
  * What the stateless API does with a store: acquire / renew / release with server-stamped
  * times, judged by `renewedAt + leaseMs + maxSkewMs` against this instance's wall clock
- * (DESIGN.md §3), and the raw compare-and-swap the HTTP store uses. A lost race is re-decided
- * on the fresh record (bounded), an ambiguous write is resolved by reading back its writeId.
+ * (docs/design.md §3), and the raw compare-and-swap the HTTP store uses. Every write goes through
+ * the one write path (src/elector/cas.ts) and is checked against the term rules
+ * (src/term-rules.ts) whatever the caller's token allows. A lost race is re-decided on the fresh
+ * record (bounded); an ambiguous write is settled by reading back its writeId.
  */
 import type { Clock } from "../clock.js";
-import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../errors.js";
+import { CasWriter, type WriteOutcome } from "../elector/cas.js";
+import { LeaseConflictError, LeaseCorruptError, LeaseValidationError } from "../errors.js";
 import { isAmbiguous, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { checkTermRules } from "../term-rules.js";
 import type { ApiMetrics } from "./metrics.js";
 import { ProblemError } from "./problems.js";
 import type { LeaseView, RecordWrite } from "./schemas.js";
@@ -37,13 +41,17 @@ export interface LeaseOutcome {
 }
 
 export class LeaseService {
+  private readonly store: LeaseStore;
+
   constructor(
-    private readonly store: LeaseStore,
+    store: LeaseStore,
     private readonly clock: Clock,
     readonly maxSkewMs: number,
-    private readonly metrics: ApiMetrics,
+    metrics: ApiMetrics,
     private readonly hub: WatchHub,
-  ) {}
+  ) {
+    this.store = meteredStore(store, clock, metrics);
+  }
 
   /** Free when released, or when no instance could still consider it held (skew bound included). */
   isFree(record: LeaseRecord, wallNow = this.clock.wallNow()): boolean {
@@ -51,20 +59,22 @@ export class LeaseService {
   }
 
   async get(name: string): Promise<Stored | null> {
-    const stored = await this.call("get", () => this.store.get(name));
+    let stored: Stored | null;
+    try {
+      stored = await this.store.get(name);
+    } catch (error) {
+      throw storeProblem("get", error);
+    }
     this.hub.publish(name, stored);
     return stored;
   }
 
   async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Stored> {
     if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
-    const started = this.clock.now();
     try {
       yield* this.store.list(prefix, startAfter === undefined ? { limit } : { startAfter, limit });
     } catch (error) {
-      throw this.storeProblem("list", error);
-    } finally {
-      this.metrics.storeLatency.observe({ op: "list" }, (this.clock.now() - started) / 1000);
+      throw storeProblem("list", error);
     }
   }
 
@@ -120,6 +130,8 @@ export class LeaseService {
   /**
    * The raw CAS of the HTTP store. `renewedAt` (the only time the API's decisions use) is
    * stamped here; `acquiredAt` is the writer's, informational, and refused when in the future.
+   * The record is read first: a stale revision is answered 412 with the current record, and a
+   * write that breaks a term rule 409, before anything is written.
    */
   async put(name: string, body: RecordWrite & { acquiredAt: number }, expected: string | null): Promise<Stored> {
     const wall = this.clock.wallNow();
@@ -129,16 +141,23 @@ export class LeaseService {
       });
     }
     const next: LeaseRecord = { name, ...body, renewedAt: wall };
+    const current = await this.get(name);
+    if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
+    enforceTermRules(name, current, next);
+    const outcome = await this.write(name, next, expected);
+    if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
+    return outcome.stored;
+  }
+
+  /** Throws a 400 naming `header` when `revision` cannot be one this store issued. */
+  checkRevision(header: string, revision: string): void {
     try {
-      const stored = await this.call("put", () => this.store.put(next, expected));
-      this.hub.publish(name, stored);
-      return stored;
+      this.store.checkRevision?.(revision);
     } catch (error) {
-      if (error instanceof ProblemError && error.kind === "store-unavailable") {
-        const resolved = await this.resolveAmbiguous(name, next.writeId);
-        if (resolved) return resolved;
-      }
-      throw error;
+      if (!(error instanceof LeaseValidationError)) throw error;
+      throw new ProblemError("validation", `${header} names no revision this server could have issued`, {
+        errors: error.issues.map((i) => ({ path: header, message: i.message })),
+      });
     }
   }
 
@@ -160,61 +179,107 @@ export class LeaseService {
           leader: false,
         });
       }
-      try {
-        const stored = await this.call("put", () => this.store.put(record, current?.revision ?? null));
-        this.hub.publish(name, stored);
-        return { leader: record.holder !== null, stored, created: current === null };
-      } catch (error) {
-        if (error instanceof LeaseConflictError) {
-          current = error.current === undefined ? await this.get(name) : error.current;
-          continue;
-        }
-        if (error instanceof ProblemError && error.kind === "store-unavailable") {
-          // Not visible (yet): a timed-out write may still land, so report the doubt (503) and let the
-          // client repeat the call, which is idempotent for the same holder.
-          const resolved = await this.resolveAmbiguous(name, record.writeId);
-          if (resolved) return { leader: record.holder !== null, stored: resolved, created: current === null };
-          throw error;
-        }
-        throw error;
+      enforceTermRules(name, current, record);
+      const outcome = await this.write(name, record, current?.revision ?? null);
+      if (outcome.kind === "applied") {
+        return { leader: outcome.stored.record.holder !== null, stored: outcome.stored, created: current === null };
       }
+      current = outcome.current === undefined ? await this.get(name) : outcome.current;
+      if (current) this.hub.publish(name, current);
     }
     throw new ProblemError("store-unavailable", `lease "${name}" changed ${ATTEMPTS} times while deciding; retry`, {
       retryAfter: 1,
     });
   }
 
-  /** After an ambiguous write: it applied iff the stored record carries its writeId. */
-  private async resolveAmbiguous(name: string, writeId: string): Promise<Stored | undefined> {
-    const current = await this.get(name);
-    return current?.record.writeId === writeId ? current : undefined;
+  /**
+   * One write through the write path: applied (published to watchers), or lost; an unknown
+   * outcome is settled by one read when the write landed, and is a 503 otherwise (the client
+   * repeats the call, which is idempotent for the same holder).
+   */
+  private async write(
+    name: string,
+    next: LeaseRecord,
+    expected: string | null,
+  ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
+    const writer = new CasWriter({ store: this.store, name, clock: this.clock });
+    const outcome = await writer.writeSettled(next, expected).catch((error: unknown) => {
+      throw storeProblem("put", error);
+    });
+    if (outcome.kind === "applied") this.hub.publish(name, outcome.stored);
+    return outcome;
   }
+}
 
-  private async call<T>(op: "get" | "put", fn: () => Promise<T>): Promise<T> {
-    const started = this.clock.now();
+function notAtRevision(name: string, current: Stored | null | undefined): ProblemError {
+  return new ProblemError("precondition-failed", `lease "${name}" is not at that revision`, {
+    ...(current ? { lease: toView(current) } : {}),
+  });
+}
+
+/** The server's own check of every write, whatever the token: see src/term-rules.ts. */
+function enforceTermRules(name: string, current: Stored | null, next: LeaseRecord): void {
+  const violation = checkTermRules(current?.record ?? null, next);
+  if (!violation) return;
+  throw new ProblemError("term-rule", `lease "${name}": ${violation.message}; nothing was written`, {
+    rule: violation.rule,
+    ...(current ? { lease: toView(current) } : {}),
+  });
+}
+
+/**
+ * A store failure as a problem. The detail never carries the backend's own message: it can name
+ * files, buckets, endpoints or SDK internals that are not the client's business.
+ */
+function storeProblem(op: string, error: unknown): ProblemError {
+  if (error instanceof ProblemError) return error;
+  if (error instanceof LeaseValidationError) {
+    return new ProblemError("validation", error.message, { errors: error.issues });
+  }
+  if (error instanceof LeaseCorruptError) return new ProblemError("corrupt", error.message);
+  const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
+  return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
+}
+
+/** The store, timed and counted for /metrics: latency per op, conflicts, and failures. */
+function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics): LeaseStore {
+  const timed = async <T>(op: "get" | "put" | "list", fn: () => Promise<T>): Promise<T> => {
+    const started = clock.now();
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof LeaseConflictError) {
-        this.metrics.conflicts.inc();
-        throw error;
+      if (error instanceof LeaseConflictError) metrics.conflicts.inc();
+      else if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
+        metrics.storeErrors.inc({ op, ambiguous: String(isAmbiguous(error)) });
       }
-      throw this.storeProblem(op, error);
+      throw error;
     } finally {
-      this.metrics.storeLatency.observe({ op }, (this.clock.now() - started) / 1000);
+      metrics.storeLatency.observe({ op }, (clock.now() - started) / 1000);
     }
+  };
+  const metered: LeaseStore = {
+    get: (name, options) => timed("get", () => store.get(name, options)),
+    put: (next, expected, options) => timed("put", () => store.put(next, expected, options)),
+  };
+  const list = store.list;
+  if (list) {
+    metered.list = (prefix, options) => {
+      const started = clock.now();
+      return (async function* () {
+        try {
+          yield* list.call(store, prefix, options);
+        } catch (error) {
+          if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
+            metrics.storeErrors.inc({ op: "list", ambiguous: "false" });
+          }
+          throw error;
+        } finally {
+          metrics.storeLatency.observe({ op: "list" }, (clock.now() - started) / 1000);
+        }
+      })();
+    };
   }
-
-  private storeProblem(op: string, error: unknown): ProblemError {
-    if (error instanceof ProblemError) return error;
-    if (error instanceof LeaseValidationError) {
-      return new ProblemError("validation", error.message, { errors: error.issues });
-    }
-    if (error instanceof LeaseCorruptError) return new ProblemError("corrupt", error.message);
-    this.metrics.storeErrors.inc({ op, ambiguous: String(isAmbiguous(error)) });
-    const detail = error instanceof LeaseStoreError ? error.message : "the store failed";
-    return new ProblemError("store-unavailable", `${detail}; the outcome is resolved by reading, retry`, {
-      retryAfter: 1,
-    });
-  }
+  const checkRevision = store.checkRevision;
+  if (checkRevision) metered.checkRevision = (revision) => checkRevision.call(store, revision);
+  return metered;
 }

@@ -11,6 +11,7 @@ const kinds = {
   "not-found": [404, "Not found"],
   "method-not-allowed": [405, "Method not allowed"],
   conflict: [409, "Lease held by someone else"],
+  "term-rule": [409, "Write breaks a lease invariant"],
   "precondition-failed": [412, "Revision is not current"],
   "payload-too-large": [413, "Request body too large"],
   "unsupported-media-type": [415, "Expected application/json"],
@@ -27,7 +28,14 @@ export class ProblemError extends Error {
   constructor(
     readonly kind: ProblemKind,
     readonly detail: string,
-    readonly extra: { errors?: FieldIssue[]; lease?: LeaseView; leader?: boolean; retryAfter?: number } = {},
+    readonly extra: {
+      errors?: FieldIssue[];
+      lease?: LeaseView;
+      leader?: boolean;
+      /** Which term rule a write broke (src/term-rules.ts). */
+      rule?: string;
+      retryAfter?: number;
+    } = {},
   ) {
     super(detail);
     this.status = kinds[kind][0];
@@ -39,6 +47,7 @@ export class ProblemError extends Error {
     if (this.extra.errors) body.errors = this.extra.errors;
     if (this.extra.lease) body.lease = this.extra.lease;
     if (this.extra.leader !== undefined) body.leader = this.extra.leader;
+    if (this.extra.rule !== undefined) body.rule = this.extra.rule;
     return body;
   }
 }

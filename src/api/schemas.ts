@@ -83,6 +83,7 @@ export const Problem = z
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
     lease: Lease.optional(),
     leader: z.boolean().optional(),
+    rule: z.string().optional().openapi({ description: "The term rule a refused write broke (409 term-rule)" }),
   })
   .openapi("Problem");
 

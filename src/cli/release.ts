@@ -4,7 +4,9 @@
  * §1). A live holder learns of it at its next renewal (a conflict) and steps down; until then it
  * may still act, which is what the fencing token is for: use this for stuck or dead holders.
  */
-import { LeaseConflictError, newWriteId, validateName } from "../lease.js";
+import { systemClock } from "../clock.js";
+import { CasWriter } from "../elector/cas.js";
+import { newWriteId, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type CliIo, viewOf } from "./output.js";
 
@@ -43,21 +45,18 @@ export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<numb
         `lease "${name}" is held by ${r.holder} in term ${r.term}, not by ${o.holder} in term ${o.term}; nothing changed`,
       );
     }
-    let written: Awaited<ReturnType<typeof store.put>>;
-    try {
-      written = await store.put(
-        { ...r, holder: null, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() },
-        current.revision,
+    // Through the one write path: a conflict that shows this very release (an SDK retry of a
+    // write that applied) is a success, not "changed while releasing".
+    const outcome = await new CasWriter({ store, name, clock: systemClock }).writeSettled(
+      { ...r, holder: null, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() },
+      current.revision,
+    );
+    if (outcome.kind === "lost") {
+      throw new ReleaseRefusedError(
+        `lease "${name}" changed while releasing it (renewed or taken over); nothing changed`,
       );
-    } catch (error) {
-      if (error instanceof LeaseConflictError) {
-        throw new ReleaseRefusedError(
-          `lease "${name}" changed while releasing it (renewed or taken over); nothing changed`,
-        );
-      }
-      throw error;
     }
-    report(io, o.json, { released: true, alreadyReleased: false, ...viewOf(written, Date.now()) });
+    report(io, o.json, { released: true, alreadyReleased: false, ...viewOf(outcome.stored, Date.now()) });
     if (!o.json) io.say(`released "${name}" (term ${r.term}, was held by ${r.holder})`);
     return 0;
   } finally {

@@ -15,11 +15,11 @@
  *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
  */
 import { hostname } from "node:os";
+import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
 import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { resolveElectorOptions } from "../options.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode } from "./job.js";
 import { type CliIo, EXIT_LOST, errorMessage } from "./output.js";
 

@@ -280,6 +280,10 @@ export class DurableObjectStore implements LeaseStore {
     return decode(record.name, stored);
   }
 
+  checkRevision(revision: Revision): void {
+    parseRevision(revision);
+  }
+
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
     validatePrefix(prefix);
     let startAfter = options.startAfter;

@@ -20,13 +20,11 @@
  * cost one `ConsistentRead` `GetItem` instead. Reads are `ConsistentRead: true`.
  *
  * Retries: the store itself never retries, but the SDK does (transient errors, throttling). A
- * retried `PutItem` whose first attempt applied fails its own condition. So on a conflict the
- * store compares the current record with the one it sent. The same `writeId` (random per write)
- * and the same fields mean this very write applied, and `put` returns it as a success: proof, not
- * a guess. A different `writeId` is a genuine conflict even after retries: once the expected
- * revision is gone, no attempt with that condition can still apply. When the SDK retried and the
- * current record cannot be read, `put` throws an ambiguous `LeaseStoreError`, and the elector
- * resolves it later by `writeId`.
+ * retried `PutItem` whose first attempt applied fails its own condition. The store does not decide
+ * what that means: it reports the conflict with the current record, which then carries this
+ * write's own `writeId`, and the one write path (src/elector/cas.ts) counts it as applied. When
+ * the SDK retried and the current record cannot be read, `put` throws an ambiguous
+ * `LeaseStoreError` instead, since an earlier attempt may have applied.
  *
  * Errors: throttling (ProvisionedThroughputExceeded, Throttling, RequestLimitExceeded), timeouts,
  * aborts, network errors and 5xx are `LeaseStoreError` with `ambiguous: true` on writes. So is
@@ -202,6 +200,10 @@ export class DynamoDbStore implements LeaseStore {
     }
   }
 
+  checkRevision(revision: Revision): void {
+    parseRevision(revision);
+  }
+
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
     validatePrefix(prefix);
     if (options.startAfter !== undefined) {
@@ -261,14 +263,14 @@ export class DynamoDbStore implements LeaseStore {
   }
 
   /**
-   * A failed condition. The current item comes with the error from real DynamoDB, or from one
-   * consistent read. If it carries our own writeId, this write applied on an earlier SDK attempt.
+   * A failed condition, reported with the current record: it comes with the error from real
+   * DynamoDB, or from one consistent read (emulators). Whose record it is, is not decided here.
    */
   private async resolveConflict(
     record: LeaseRecord,
     error: ConditionalCheckFailedException,
     options: CallOptions | undefined,
-  ): Promise<Stored> {
+  ): Promise<never> {
     const retried = (error.$metadata?.attempts ?? 1) > 1;
     let current: Stored | null;
     if (error.Item) {
@@ -288,7 +290,6 @@ export class DynamoDbStore implements LeaseStore {
         throw new LeaseConflictError(record.name, undefined, { cause: error });
       }
     }
-    if (current !== null && sameRecord(current.record, record)) return current;
     throw new LeaseConflictError(record.name, current, { cause: error });
   }
 
@@ -388,22 +389,6 @@ function toPlain(path: string, value: AttributeValue, issues: FieldIssue[]): unk
   if (value.L !== undefined) return value.L.map((v, i) => toPlain(`${path}.${i}`, v, issues));
   issues.push({ path, message: `unsupported DynamoDB type ${Object.keys(value).join(",")}` });
   return undefined;
-}
-
-/** Our own write: the same random writeId and, to be strict about callers reusing ids, the same fields. */
-function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
-  const keys = (m: Record<string, string>) => Object.keys(m).sort();
-  return (
-    a.writeId === b.writeId &&
-    a.name === b.name &&
-    a.holder === b.holder &&
-    a.term === b.term &&
-    a.leaseMs === b.leaseMs &&
-    a.acquiredAt === b.acquiredAt &&
-    a.renewedAt === b.renewedAt &&
-    JSON.stringify(keys(a.metadata)) === JSON.stringify(keys(b.metadata)) &&
-    keys(a.metadata).every((k) => a.metadata[k] === b.metadata[k])
-  );
 }
 
 function errorName(error: unknown): string | undefined {

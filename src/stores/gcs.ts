@@ -10,8 +10,9 @@
  * Retries: a conditional upload that applied but whose response was lost comes back as 412 when
  * the SDK retries it. The `Storage` this store creates never retries, so timeouts, 408, 429 and
  * 5xx surface as an ambiguous `LeaseStoreError` for the elector to resolve. A caller's own
- * `Storage` may retry, so after every 412 the store reads the object and compares `writeId`: the
- * write it just sent, found in place, is a success, never a lost lease.
+ * `Storage` may retry, so after every 412 the store reads the object and reports the conflict
+ * with it: the one write path (src/elector/cas.ts) sees its own `writeId` there and counts the
+ * write as applied, never as a lost lease.
  *
  * Limits: GCS sustains about one write per second to one object; `checkGcsElectorSettings`
  * rejects elector settings that renew faster. Node only (the SDK hangs inside workerd).
@@ -173,6 +174,10 @@ export class GcsStore implements LeaseStore {
     return { record, revision: String(generation) };
   }
 
+  checkRevision(revision: Revision): void {
+    parseGeneration(revision);
+  }
+
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
     validatePrefix(prefix);
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
@@ -283,9 +288,10 @@ export class GcsStore implements LeaseStore {
 
   /**
    * A 412 means: someone else's write is current, or (with a retrying client) our own write
-   * applied on an earlier attempt. Only the stored `writeId` tells them apart.
+   * applied on an earlier attempt. It is reported with the current record; the one write path
+   * (src/elector/cas.ts) tells the two apart by its `writeId`.
    */
-  private async resolvePreconditionFailed(record: LeaseRecord, cause: unknown, signal?: AbortSignal): Promise<Stored> {
+  private async resolvePreconditionFailed(record: LeaseRecord, cause: unknown, signal?: AbortSignal): Promise<never> {
     if (this.writesNeverRetry && !this.readCurrentOnConflict) {
       throw new LeaseConflictError(record.name, undefined, { cause });
     }
@@ -302,7 +308,6 @@ export class GcsStore implements LeaseStore {
         { ambiguous: true, cause: readError },
       );
     }
-    if (current !== null && current.record.writeId === record.writeId) return current;
     throw new LeaseConflictError(record.name, current, { cause });
   }
 

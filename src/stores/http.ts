@@ -13,6 +13,7 @@ import {
   type LeaseRecord,
   type LeaseStore,
   LeaseStoreError,
+  LeaseTermRuleError,
   LeaseValidationError,
   type ListOptions,
   type Revision,
@@ -56,6 +57,9 @@ export class HttpStore implements LeaseStore {
         throw new LeaseConflictError(name, error.problem?.lease ? fromView(error.problem.lease) : undefined, {
           cause: error,
         });
+      }
+      if (error instanceof LeaseholdApiError && error.status === 409 && error.problem?.rule) {
+        throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
       }
       throw this.mapError(error, `put "${name}"`, true);
     }

@@ -44,6 +44,10 @@ export class MemoryStore implements LeaseStore {
     return toStored(written);
   }
 
+  checkRevision(revision: Revision): void {
+    parseRevision(revision);
+  }
+
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
     validatePrefix(prefix);
     const names = [...this.entries.keys()]

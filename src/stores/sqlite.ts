@@ -106,17 +106,22 @@ export class SqliteStore implements LeaseStore {
   async put(next: LeaseRecord, expected: Revision | null, _options?: CallOptions): Promise<Stored> {
     const record = validateRecord(next);
     const json = JSON.stringify(record);
+    // Parsed before the statement: a bad revision is the caller's error, not a database failure.
+    const previous = expected === null ? null : parseRevision(expected);
     const changes = this.run(() =>
-      expected === null
+      previous === null
         ? this.insert.run(record.name, json).changes
-        : this.update.run(json, record.name, parseRevision(expected)).changes,
+        : this.update.run(json, record.name, previous).changes,
     );
     if (changes === 1) {
       // Committed: the new rev is known without a read (a later writer may already have moved on).
-      const rev = expected === null ? 1 : parseRevision(expected) + 1;
-      return { record, revision: String(rev) };
+      return { record, revision: String((previous ?? 0) + 1) };
     }
     throw new LeaseConflictError(record.name, this.read(record.name));
+  }
+
+  checkRevision(revision: Revision): void {
+    parseRevision(revision);
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {

@@ -7,7 +7,8 @@
  * Afterwards the checker (checker.ts) judges the trace. Everything derives from `seed`.
  */
 import { ManualClock } from "../../src/clock.js";
-import { type Elector, runAsLeader } from "../../src/elector.js";
+import { runAsLeader } from "../../src/elector/run-as-leader.js";
+import type { Elector } from "../../src/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";

@@ -10,7 +10,7 @@
 import { appendFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { systemClock } from "../../src/clock.js";
-import { runAsLeader } from "../../src/elector.js";
+import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
 import { FENCED_SCHEMA, type WorkerLogLine } from "./worker-log.js";
 

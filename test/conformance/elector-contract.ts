@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { Elector, type ElectorOptions, type LossReason, runAsLeader } from "../../src/elector.js";
+import { runAsLeader } from "../../src/elector/run-as-leader.js";
+import { Elector, type ElectorOptions, type LossReason } from "../../src/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { FaultyStore } from "../support/faults.js";
 import { TrackedStore } from "../support/tracked-store.js";

@@ -4,10 +4,13 @@
  * (CAS, one winner of a race, terms) are never skippable.
  */
 import { describe, expect, it } from "vitest";
+import { systemClock } from "../../src/clock.js";
+import { CasWriter, type WriteOutcome } from "../../src/elector/cas.js";
 import {
   LeaseConflictError,
   type LeaseRecord,
   type LeaseStore,
+  LeaseTermRuleError,
   LeaseValidationError,
   MAX_HOLDER_LENGTH,
   MAX_METADATA_BYTES,
@@ -29,6 +32,16 @@ export interface StoreContractOptions {
   conflictCarriesCurrent?: boolean;
   /** Set with a reason when the backend stamps `renewedAt` itself (the HTTP API's server clock). */
   stampsRenewedAt?: string;
+  /**
+   * True for a store that refuses writes breaking the term rules itself (the HTTP API, which is a
+   * trust boundary: src/term-rules.ts). Other stores write what the elector gives them.
+   */
+  enforcesTermRules?: boolean;
+}
+
+/** Writes through the one write path (src/elector/cas.ts), as the elector and the API do. */
+export function casWrite(store: LeaseStore, next: LeaseRecord, expected: string | null): Promise<WriteOutcome> {
+  return new CasWriter({ store, name: next.name, clock: systemClock }).write(next, expected);
 }
 
 let seq = 0;
@@ -128,6 +141,26 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
     );
 
     it(
+      "a re-sent write that already applied conflicts carrying itself, and the write path counts it applied",
+      withStore(async (store) => {
+        const name = uniqueName();
+        const create = makeRecord(name);
+        const first = await store.put(create, null);
+        const again = await conflictOf(store.put(create, null));
+        expectCurrent(again, first);
+        expect(await casWrite(store, create, null)).toMatchObject({ kind: "applied", stored: first });
+        const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 1000 });
+        const second = await store.put(renewal, first.revision);
+        expectCurrent(await conflictOf(store.put(renewal, first.revision)), second);
+        expect(await casWrite(store, renewal, first.revision)).toMatchObject({ kind: "applied", stored: second });
+        // Someone else's write on that revision is a loss, carrying the record that won.
+        const lost = await casWrite(store, makeRecord(name, { holder: "bob", term: 2 }), first.revision);
+        expect(lost).toEqual({ kind: "lost", current: second });
+        expect(await store.get(name)).toEqual(second);
+      }),
+    );
+
+    it(
       "50 concurrent CAS attempts on one revision: exactly one wins",
       withStore(async (store) => {
         const name = uniqueName();
@@ -171,6 +204,30 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
         expect((await store.get(name))?.revision).toBe(t2.revision);
       }),
     );
+
+    if (options.enforcesTermRules) {
+      it(
+        "refuses a write that moves the term back, skips it, or changes holder without term + 1, changing nothing",
+        withStore(async (store) => {
+          const name = uniqueName();
+          const held = await store.put(makeRecord(name, { holder: "alice", term: 1 }), null);
+          for (const [patch, rule] of [
+            [{ holder: "bob", term: 0 }, "term-decreased"],
+            [{ holder: "bob", term: 1 }, "new-holder-needs-next-term"],
+            [{ holder: "bob", term: 3 }, "term-skipped"],
+            [{ holder: null, term: 2 }, "release-keeps-term"],
+          ] as const) {
+            const error = await store.put(makeRecord(name, patch), held.revision).catch((e: unknown) => e);
+            expect(error).toBeInstanceOf(LeaseTermRuleError);
+            expect((error as LeaseTermRuleError).rule).toBe(rule);
+            expect(await store.get(name)).toEqual(held);
+          }
+          const released = await store.put(makeRecord(name, { holder: null, term: 1 }), held.revision);
+          const taken = await store.put(makeRecord(name, { holder: "bob", term: 2 }), released.revision);
+          expect(taken.record).toMatchObject({ holder: "bob", term: 2 });
+        }),
+      );
+    }
 
     it(
       "metadata, unicode and maximum-size values round-trip exactly",

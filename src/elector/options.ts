@@ -4,8 +4,8 @@
  * (15 s lease, renew well before it ends, retry every 2 s).
  */
 import { z } from "zod";
-import { type FieldIssue, LeaseValidationError } from "./errors.js";
-import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, zodIssues } from "./lease.js";
+import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, zodIssues } from "../lease.js";
 
 const ms = (what: string) =>
   z

@@ -1,0 +1,30 @@
+/**
+ * A small typed event emitter for the elector's events. A listener that throws is isolated: a
+ * bug in user code must not break the election loop. Runtime-neutral (no Node EventEmitter).
+ */
+export type Listener<T> = (event: T) => void;
+
+export class Emitter<Events extends object> {
+  private readonly listeners: { [K in keyof Events]?: Set<Listener<Events[K]>> } = {};
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<K extends keyof Events>(type: K, listener: Listener<Events[K]>): () => void {
+    let set = this.listeners[type];
+    if (!set) {
+      set = new Set();
+      this.listeners[type] = set;
+    }
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  emit<K extends keyof Events>(type: K, event: Events[K]): void {
+    for (const listener of this.listeners[type] ?? []) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's bug must not break the election loop.
+      }
+    }
+  }
+}
