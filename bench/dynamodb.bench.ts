@@ -8,14 +8,8 @@
  */
 import { type AttributeValue, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { Elector } from "../src/elector.js";
-import {
-  type CallOptions,
-  LeaseConflictError,
-  type LeaseRecord,
-  type LeaseStore,
-  type Revision,
-  type Stored,
-} from "../src/lease.js";
+import { LeaseConflictError } from "../src/errors.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../test/support/dynamo-server.js";
 import { benchRecord } from "./support/common.js";

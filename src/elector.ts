@@ -424,13 +424,14 @@ export class Elector {
         return;
       }
       this.needsRead = false;
-      // A read that shows one of our unknown writes means that write applied: we hold what it wrote.
-      const mine = this.writer.recognise(read.stored);
-      if (mine) return this.becomeLeader(mine.stored, mine.sentAt);
       this.observe(read.stored);
     }
     const observed = this.observed;
     if (!observed) return;
+    // A record, read or pushed, that shows one of our unknown writes means that write applied:
+    // we hold what it wrote (never wait out our own lease as if someone else held it).
+    const mine = this.writer.recognise(observed.stored);
+    if (mine) return this.becomeLeader(mine.stored, mine.sentAt);
     const takeoverAt = this.takeoverAt(observed);
     const now = this.clock.now();
     if (now < takeoverAt) {

@@ -1,7 +1,11 @@
 /**
- * Every error leasehold throws. `name` is the discriminant (safe across bundles and realms,
- * unlike `instanceof`), `cause` carries the backend's own error when there is one.
+ * Every error leasehold throws on purpose, in one module. Each class extends `LeaseholdError`,
+ * passes `cause` through, and sets `name` as its discriminant; each has an `is…` guard that reads
+ * `name`, so it works across bundles, realms and duplicated installs where `instanceof` does not.
+ * (The HTTP server's internal `ProblemError` never leaves the server: it becomes a response.)
+ * Runtime-neutral.
  */
+import type { ProblemView } from "./http/schemas.js";
 import type { Stored } from "./lease.js";
 
 /** Base class: catch this to catch anything leasehold throws on purpose. */
@@ -13,7 +17,8 @@ export class LeaseholdError extends Error {
  * Thrown by `LeaseStore.put` when the expected revision is not the current one
  * (or the record already exists for a create). `current` is the record that won, when the
  * backend returned it with the failure or the store could read it cheaply; `undefined` when
- * unknown, `null` when the lease does not exist.
+ * unknown, `null` when the lease does not exist. Whether the current record is in fact this
+ * writer's own (an SDK retry of a write that applied) is decided by src/elector/cas.ts, not here.
  */
 export class LeaseConflictError extends LeaseholdError {
   override name = "LeaseConflictError";
@@ -52,8 +57,12 @@ export class LeaseValidationError extends LeaseholdError {
   constructor(
     readonly what: string,
     readonly issues: FieldIssue[],
+    options?: { cause?: unknown },
   ) {
-    super(`invalid ${what}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}`);
+    super(
+      `invalid ${what}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}`,
+      options,
+    );
   }
 }
 
@@ -94,11 +103,6 @@ export class LeaseCorruptError extends LeaseholdError {
   }
 }
 
-/** True for an error a store raised because the outcome of a write is unknown. */
-export function isAmbiguous(error: unknown): boolean {
-  return error instanceof LeaseStoreError && error.ambiguous;
-}
-
 /** Why a term ended: taken over or released by someone else, expired, stopped without release, released. */
 export type LossReason = "conflict" | "expired" | "stopped" | "released";
 
@@ -114,4 +118,79 @@ export class LeadershipLostError extends LeaseholdError {
   ) {
     super(`leadership of term ${term} ended: ${reason}`);
   }
+}
+
+/**
+ * Thrown by the HTTP client when the API answered with a problem (RFC 9457; `problem` is its
+ * body), or when the request got no answer at all (`status` 0: unreachable, timed out).
+ */
+export class LeaseholdApiError extends LeaseholdError {
+  override name = "LeaseholdApiError";
+  constructor(
+    readonly status: number,
+    readonly problem: ProblemView | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Thrown by `openStore` when the URL is fine but this build has no module for its backend, or the
+ * backend's SDK (an optional peer dependency) is not installed: the message names the package.
+ */
+export class StoreUnavailableError extends LeaseholdError {
+  override name = "StoreUnavailableError";
+}
+
+/**
+ * Thrown by `leasehold release` when the lease is not held by the holder and term named, or
+ * changed while releasing. Nothing was written.
+ */
+export class ReleaseRefusedError extends LeaseholdError {
+  override name = "ReleaseRefusedError";
+}
+
+function named(error: unknown, names: readonly string[]): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const name = (error as { name?: unknown }).name;
+  return typeof name === "string" && names.includes(name);
+}
+
+const ALL = [
+  "LeaseholdError",
+  "LeaseConflictError",
+  "LeaseStoreError",
+  "LeaseValidationError",
+  "LeaseTermRuleError",
+  "LeaseCorruptError",
+  "LeadershipLostError",
+  "LeaseholdApiError",
+  "StoreUnavailableError",
+  "ReleaseRefusedError",
+] as const;
+
+/** Anything leasehold threw on purpose. */
+export const isLeaseholdError = (error: unknown): error is LeaseholdError => named(error, ALL);
+export const isLeaseConflictError = (error: unknown): error is LeaseConflictError =>
+  named(error, ["LeaseConflictError"]);
+export const isLeaseStoreError = (error: unknown): error is LeaseStoreError => named(error, ["LeaseStoreError"]);
+/** Includes `LeaseTermRuleError`, a kind of validation error. */
+export const isLeaseValidationError = (error: unknown): error is LeaseValidationError =>
+  named(error, ["LeaseValidationError", "LeaseTermRuleError"]);
+export const isLeaseTermRuleError = (error: unknown): error is LeaseTermRuleError =>
+  named(error, ["LeaseTermRuleError"]);
+export const isLeaseCorruptError = (error: unknown): error is LeaseCorruptError => named(error, ["LeaseCorruptError"]);
+export const isLeadershipLostError = (error: unknown): error is LeadershipLostError =>
+  named(error, ["LeadershipLostError"]);
+export const isLeaseholdApiError = (error: unknown): error is LeaseholdApiError => named(error, ["LeaseholdApiError"]);
+export const isStoreUnavailableError = (error: unknown): error is StoreUnavailableError =>
+  named(error, ["StoreUnavailableError"]);
+export const isReleaseRefusedError = (error: unknown): error is ReleaseRefusedError =>
+  named(error, ["ReleaseRefusedError"]);
+
+/** True for an error a store raised because the outcome of a write is unknown. */
+export function isAmbiguous(error: unknown): boolean {
+  return isLeaseStoreError(error) && error.ambiguous === true;
 }

@@ -1,10 +1,13 @@
 /**
- * leasehold: leader election on compare-and-swap leases. The core entry: records, errors, the
- * elector, the clock and the memory store. Each other backend has its own subpath export so a
- * user loads only the SDK they use.
+ * leasehold: leader election on compare-and-swap leases. The main entry holds what an
+ * application needs: `runAsLeader` and `Elector`, the errors and their guards, `openStore`, the
+ * in-process `MemoryStore`, metrics, and the types. Everything else has its own subpath so a
+ * user loads only what they use: each backend (`leasehold/stores/<name>`), the HTTP client
+ * (`leasehold/http`), the HTTP server (`leasehold/api`), helpers for store authors
+ * (`leasehold/store-kit`) and the test kit with the contract suites (`leasehold/testkit`).
  */
 
-export { type Clock, ManualClock, type ManualClockOptions, systemClock } from "./clock.js";
+export { type Clock, systemClock } from "./clock.js";
 export { type LeaderContext, type RunAsLeaderOptions, runAsLeader } from "./elector/run-as-leader.js";
 export {
   type DeposedEvent,
@@ -15,10 +18,33 @@ export {
   type ElectorPhase,
   type ElectorState,
   type LeaderEvent,
-  type LossReason,
 } from "./elector.js";
 export { ElectorMetrics } from "./elector-metrics.js";
-export { LeadershipLostError } from "./errors.js";
-export * from "./lease.js";
+export {
+  type FieldIssue,
+  isAmbiguous,
+  isLeadershipLostError,
+  isLeaseConflictError,
+  isLeaseCorruptError,
+  isLeaseholdApiError,
+  isLeaseholdError,
+  isLeaseStoreError,
+  isLeaseTermRuleError,
+  isLeaseValidationError,
+  isReleaseRefusedError,
+  isStoreUnavailableError,
+  LeadershipLostError,
+  LeaseConflictError,
+  LeaseCorruptError,
+  LeaseholdApiError,
+  LeaseholdError,
+  LeaseStoreError,
+  LeaseTermRuleError,
+  LeaseValidationError,
+  type LossReason,
+  ReleaseRefusedError,
+  StoreUnavailableError,
+} from "./errors.js";
+export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { MemoryStore } from "./stores/memory.js";

@@ -5,17 +5,6 @@
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
 
-export {
-  type FieldIssue,
-  isAmbiguous,
-  LeaseConflictError,
-  LeaseCorruptError,
-  LeaseholdError,
-  LeaseStoreError,
-  LeaseTermRuleError,
-  LeaseValidationError,
-} from "./errors.js";
-
 /** The longest lease name: the pattern allows 192 characters. */
 export const MAX_NAME_LENGTH = 192;
 export const MAX_HOLDER_LENGTH = 256;

@@ -12,7 +12,8 @@
  * pull Node-only stores into the core bundle. Runtime-neutral: the environment is passed in, never
  * read from globals.
  */
-import { LeaseholdError, LeaseValidationError } from "./errors.js";
+import { LeaseValidationError, StoreUnavailableError } from "./errors.js";
+
 import type { LeaseStore } from "./lease.js";
 import { importPeer } from "./peer.js";
 import { MemoryStore } from "./stores/memory.js";
@@ -233,11 +234,6 @@ function parseHttp(text: string): StoreUrl {
   }
   if (url.search !== "") throw invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
   return { kind: "http", baseUrl: url.href };
-}
-
-/** Raised when the URL is fine but this build has no module for its backend (yet). */
-export class StoreUnavailableError extends LeaseholdError {
-  override name = "StoreUnavailableError";
 }
 
 /** Loads one of our own store modules; a missing module is named as such, other failures pass through. */

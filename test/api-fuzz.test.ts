@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Problem } from "../src/api/schemas.js";
+import { Problem } from "../src/http/schemas.js";
 import type { Stored } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { startApi, TOKENS } from "./support/api-server.js";

@@ -1,11 +1,12 @@
 /** Every route, error status and auth scope of the API, over real HTTP to the Node server. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Problem } from "../src/api/schemas.js";
-import { LeaseholdClient } from "../src/client.js";
 import { ManualClock } from "../src/clock.js";
-import { LeaseCorruptError, type LeaseStore, LeaseStoreError } from "../src/lease.js";
+import { LeaseCorruptError, LeaseStoreError } from "../src/errors.js";
+import { LeaseholdClient } from "../src/http/client.js";
+import { Problem } from "../src/http/schemas.js";
+import type { LeaseStore } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
-import { uniqueName } from "./conformance/store-contract.js";
+import { uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 
 let api: Awaited<ReturnType<typeof startApi>>;

@@ -4,7 +4,7 @@ import { exitCodeOf } from "../src/cli/job.js";
 import { describeExpiry, formatDuration, formatTable, viewOf } from "../src/cli/output.js";
 import { changeOf } from "../src/cli/watch.js";
 import type { Stored } from "../src/lease.js";
-import { makeRecord } from "./conformance/store-contract.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
 
 const stored = (revision: string, patch: Parameters<typeof makeRecord>[1] = {}): Stored => ({
   record: makeRecord("a", patch),

@@ -12,9 +12,10 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { LeaseCorruptError, type LeaseRecord } from "../src/lease.js";
+import { LeaseCorruptError } from "../src/errors.js";
+import type { LeaseRecord } from "../src/lease.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { makeRecord } from "./conformance/store-contract.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-corrupt-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

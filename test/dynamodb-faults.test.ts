@@ -7,12 +7,12 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { LeaseConflictError, LeaseStoreError } from "../src/lease.js";
+import { LeaseConflictError, LeaseStoreError } from "../src/errors.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
-import { casWrite, makeRecord, uniqueName } from "./conformance/store-contract.js";
+import { casWrite, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
-import { TrackedStore } from "./support/tracked-store.js";
 
 const direct = dynamoClient(testEndpoint());
 let table = "";

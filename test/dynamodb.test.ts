@@ -7,12 +7,12 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/lease.js";
+import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/stores/dynamodb.js";
-import { describeElectorContract } from "./conformance/elector-contract.js";
-import { describeStoreContract, makeRecord, uniqueName } from "./conformance/store-contract.js";
+import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
-import { TrackedStore } from "./support/tracked-store.js";
 
 const client = dynamoClient(testEndpoint());
 let table = "";

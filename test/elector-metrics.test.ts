@@ -3,7 +3,7 @@ import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { ElectorMetrics } from "../src/elector-metrics.js";
 import { MemoryStore } from "../src/stores/memory.js";
-import { FaultyStore } from "./support/faults.js";
+import { FaultyStore } from "../src/testkit/faulty-store.js";
 
 it("reports leader gauge, transitions, renewals, renew failures and time since the last renewal", async () => {
   const clock = new ManualClock();

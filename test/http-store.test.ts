@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Elector } from "../src/elector.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { describeElectorContract } from "./conformance/elector-contract.js";
-import { describeStoreContract, uniqueName } from "./conformance/store-contract.js";
+import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 
 let api: Awaited<ReturnType<typeof startApi>>;

@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleLambda } from "../infra/aws/lib/bundle.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
-import { uniqueName } from "./conformance/store-contract.js";
+import { uniqueName } from "../src/testkit/store-contract.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 interface Reply {

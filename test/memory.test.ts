@@ -1,6 +1,6 @@
 import { MemoryStore } from "../src/stores/memory.js";
-import { describeElectorContract } from "./conformance/elector-contract.js";
-import { describeStoreContract } from "./conformance/store-contract.js";
+import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeStoreContract } from "../src/testkit/store-contract.js";
 
 const create = async () => ({ store: new MemoryStore() });
 describeStoreContract("memory", { create, conflictCarriesCurrent: true });

@@ -10,7 +10,7 @@ import { LeaseValidationError } from "../src/errors.js";
 import { loadStoreModuleForTest, openStore, parseStoreUrl, STORE_URL_FORMS } from "../src/open-store.js";
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
-import { makeRecord } from "./conformance/store-contract.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-open-"));

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { makeRecord } from "./conformance/store-contract.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "leasehold-procs-"));

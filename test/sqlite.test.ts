@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { describeElectorContract } from "./conformance/elector-contract.js";
-import { describeStoreContract } from "./conformance/store-contract.js";
+import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeStoreContract } from "../src/testkit/store-contract.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,11 +9,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector } from "../src/elector.js";
-import { type LeaseRecord, LeaseValidationError, MAX_METADATA_BYTES } from "../src/lease.js";
+import { LeaseValidationError } from "../src/errors.js";
+import { type LeaseRecord, MAX_METADATA_BYTES } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { makeRecord } from "./conformance/store-contract.js";
-import { TrackedStore } from "./support/tracked-store.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-validation-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,6 +4,7 @@
  * around one shared inner store, so each count belongs to exactly one candidate.
  */
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../../src/lease.js";
+import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 
 export type Role = "leader" | "follower";
 
@@ -16,26 +17,24 @@ export interface RoleCounts {
 
 export const emptyCounts = (): RoleCounts => ({ get: 0, put: 0, watch: 0 });
 
-export class CountingStore implements LeaseStore {
+export class CountingStore extends StoreWrapper {
   readonly counts: Record<Role, RoleCounts> = { leader: emptyCounts(), follower: emptyCounts() };
   /** Milliseconds per put, when `recordLatency` is set. */
   readonly putLatencies: number[] = [];
-  readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
   private counting = true;
 
   constructor(
-    readonly inner: LeaseStore,
+    inner: LeaseStore,
     /** Asked at each call: the caller's role right now. */
     private readonly role: () => Role,
     private readonly recordLatency = false,
   ) {
-    if (inner.watch) {
-      const watch = inner.watch.bind(inner);
-      this.watch = (name, signal) => {
-        this.count("watch");
-        return watch(name, signal);
-      };
-    }
+    super(inner);
+  }
+
+  protected override watchOf(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    this.count("watch");
+    return super.watchOf(name, signal);
   }
 
   /** Zeroes the counts and keeps counting: call it once the warm-up (first election) is over. */
@@ -51,12 +50,12 @@ export class CountingStore implements LeaseStore {
     this.counting = false;
   }
 
-  get(name: string, options?: CallOptions): Promise<Stored | null> {
+  override get(name: string, options?: CallOptions): Promise<Stored | null> {
     this.count("get");
     return this.inner.get(name, options);
   }
 
-  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+  override async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     this.count("put");
     if (!this.recordLatency) return this.inner.put(next, expected, options);
     const t0 = performance.now();

@@ -9,12 +9,6 @@ import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { type Clock, systemClock } from "../clock.js";
-import type { LeaseStore, Stored } from "../lease.js";
-import { validateName, zodIssues } from "../lease.js";
-import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
-import { LeaseService, toView } from "./lease-service.js";
-import { ApiMetrics } from "./metrics.js";
-import { PROBLEM_TYPE, ProblemError } from "./problems.js";
 import {
   AcquireBody,
   LeaseList,
@@ -25,7 +19,13 @@ import {
   Problem,
   RecordBody,
   TermBody,
-} from "./schemas.js";
+} from "../http/schemas.js";
+import type { LeaseStore, Stored } from "../lease.js";
+import { validateName, zodIssues } from "../lease.js";
+import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
+import { LeaseService, toView } from "./lease-service.js";
+import { ApiMetrics } from "./metrics.js";
+import { PROBLEM_TYPE, ProblemError } from "./problems.js";
 import { WatchHub } from "./watch-hub.js";
 
 export interface ApiLimits {

@@ -8,12 +8,12 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { LeaseConflictError, LeaseCorruptError, LeaseValidationError } from "../errors.js";
-import { isAmbiguous, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { isAmbiguous, LeaseConflictError, LeaseCorruptError, LeaseValidationError } from "../errors.js";
+import type { LeaseView, RecordWrite } from "../http/schemas.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
 import type { ApiMetrics } from "./metrics.js";
 import { ProblemError } from "./problems.js";
-import type { LeaseView, RecordWrite } from "./schemas.js";
 import type { WatchHub } from "./watch-hub.js";
 
 const ATTEMPTS = 4;

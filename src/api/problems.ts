@@ -1,6 +1,6 @@
 /** RFC 9457 problem details: one constructor per kind, so status, type and title never drift apart. */
 import type { FieldIssue } from "../errors.js";
-import type { LeaseView, ProblemView } from "./schemas.js";
+import type { LeaseView, ProblemView } from "../http/schemas.js";
 
 export const PROBLEM_TYPE = "application/problem+json";
 

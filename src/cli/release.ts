@@ -6,6 +6,7 @@
  */
 import { systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
+import { ReleaseRefusedError } from "../errors.js";
 import { newWriteId, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type CliIo, viewOf } from "./output.js";
@@ -16,11 +17,6 @@ export interface ReleaseOptions {
   holder: string;
   term: number;
   json: boolean;
-}
-
-/** Refused: holder or term do not match, or the lease changed meanwhile. Nothing was written. */
-export class ReleaseRefusedError extends Error {
-  override name = "ReleaseRefusedError";
 }
 
 export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<number> {

@@ -29,13 +29,12 @@
  * `LeaseStoreError`, ambiguous for `put` because the object may have committed before the
  * answer was lost; the elector resolves that by `writeId`. The store never retries.
  */
+
+import { LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../errors.js";
 import {
   type CallOptions,
-  LeaseConflictError,
   type LeaseRecord,
   type LeaseStore,
-  LeaseStoreError,
-  LeaseValidationError,
   type ListOptions,
   parseRecord,
   type Revision,

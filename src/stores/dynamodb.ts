@@ -49,14 +49,11 @@
  */
 import type { AttributeValue, ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
+import { type FieldIssue, LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import {
   type CallOptions,
-  type FieldIssue,
-  LeaseConflictError,
-  LeaseCorruptError,
   type LeaseRecord,
   type LeaseStore,
-  LeaseStoreError,
   type ListOptions,
   parseRecord,
   type Revision,

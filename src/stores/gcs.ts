@@ -19,14 +19,16 @@
  */
 import type { Bucket, File, GetFilesOptions, Storage, StorageOptions } from "@google-cloud/storage";
 import {
-  type CallOptions,
   type FieldIssue,
   LeaseConflictError,
   LeaseCorruptError,
-  type LeaseRecord,
-  type LeaseStore,
   LeaseStoreError,
   LeaseValidationError,
+} from "../errors.js";
+import {
+  type CallOptions,
+  type LeaseRecord,
+  type LeaseStore,
   type ListOptions,
   parseRecord,
   type Revision,

@@ -5,16 +5,20 @@
  * Server-Sent Events, so followers hear of a release without polling.
  * Runtime-neutral (fetch only).
  */
-import type { LeaseView } from "../api/schemas.js";
-import { type ClientOptions, LeaseholdApiError, LeaseholdClient } from "../client.js";
+
 import {
-  type CallOptions,
   LeaseConflictError,
-  type LeaseRecord,
-  type LeaseStore,
+  LeaseholdApiError,
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
+} from "../errors.js";
+import { type ClientOptions, LeaseholdClient } from "../http/client.js";
+import type { LeaseView } from "../http/schemas.js";
+import {
+  type CallOptions,
+  type LeaseRecord,
+  type LeaseStore,
   type ListOptions,
   type Revision,
   type Stored,

@@ -2,9 +2,10 @@
  * In-process store: a Map and a counter. For tests, demos and a single process that elects
  * among its own workers. Not durable, not shared between processes.
  */
+
+import { LeaseConflictError } from "../errors.js";
 import {
   type CallOptions,
-  LeaseConflictError,
   type LeaseRecord,
   type LeaseStore,
   type ListOptions,

@@ -1,4 +1,5 @@
-import { LeaseValidationError, type Revision } from "../lease.js";
+import { LeaseValidationError } from "../errors.js";
+import type { Revision } from "../lease.js";
 
 /** Stores whose revision is a positive integer counter (memory, SQLite, DynamoDB) share this check. */
 export function parseRevision(revision: Revision): number {

@@ -8,13 +8,11 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import { z } from "zod";
+import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import {
   type CallOptions,
-  LeaseConflictError,
-  LeaseCorruptError,
   type LeaseRecord,
   type LeaseStore,
-  LeaseStoreError,
   type ListOptions,
   parseRecord,
   prefixUpperBound,

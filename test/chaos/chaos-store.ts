@@ -12,14 +12,9 @@
  *   reaches the store (or after a bounded hold).
  */
 import type { ManualClock } from "../../src/clock.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  LeaseStoreError,
-  type Revision,
-  type Stored,
-} from "../../src/lease.js";
+import { LeaseStoreError } from "../../src/errors.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../../src/lease.js";
+import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 import type { Prng } from "./prng.js";
 import type { SimProcess } from "./process.js";
 
@@ -177,25 +172,26 @@ export class Network {
 }
 
 /** One candidate's connection to the shared store, through the network and its process gate. */
-export class ChaosStore implements LeaseStore {
-  readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
-
+export class ChaosStore extends StoreWrapper {
   constructor(
-    private readonly inner: LeaseStore,
+    inner: LeaseStore,
     private readonly network: Network,
     private readonly process: SimProcess,
   ) {
-    const innerWatch = inner.watch?.bind(inner);
-    if (network.profile.watch && innerWatch)
-      this.watch = (name, signal) => this.pushed(innerWatch(name, signal), signal);
+    // A profile without push takes the store's watch away on purpose: followers then poll.
+    super(inner, { without: network.profile.watch ? [] : ["watch"] });
   }
 
-  get(name: string, options?: CallOptions): Promise<Stored | null> {
+  override get(name: string, options?: CallOptions): Promise<Stored | null> {
     return this.answer(options, this.getFlow(name));
   }
 
-  put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+  override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     return this.answer(options, this.putFlow(next, expected));
+  }
+
+  protected override watchOf(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    return this.pushed(super.watchOf(name, signal), signal);
   }
 
   private async getFlow(name: string): Promise<Stored | null> {

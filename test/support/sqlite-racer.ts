@@ -4,7 +4,7 @@
  *   count <db> <name> <id> <n>: n read-CAS-retry increments of metadata.count
  * Prints one JSON line with the outcome.
  */
-import { LeaseConflictError } from "../../src/lease.js";
+import { LeaseConflictError } from "../../src/errors.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [mode, path, name, ...rest] = process.argv.slice(2);

@@ -8,8 +8,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../../src/lease.js";
 import { DurableObjectStore, INDEX_OBJECT } from "../../src/stores/durable-object.js";
-import { describeElectorContract } from "../conformance/elector-contract.js";
-import { describeStoreContract, makeRecord, uniqueName } from "../conformance/store-contract.js";
+import { describeElectorContract } from "../../src/testkit/elector-contract.js";
+import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
 
 const create = async () => ({ store: new DurableObjectStore({ namespace: env.LEASES }) });
 

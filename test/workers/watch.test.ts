@@ -6,9 +6,9 @@
  */
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { LeaseholdClient, type WatchEvent } from "../../src/client.js";
+import { LeaseholdClient, type WatchEvent } from "../../src/http/client.js";
 import worker from "../../src/runtime/worker.js";
-import { uniqueName } from "../conformance/store-contract.js";
+import { uniqueName } from "../../src/testkit/store-contract.js";
 import { WRITER } from "./tokens.js";
 
 /** A separate app instance per env object: what two isolates of the deployed Worker are. */

@@ -3,19 +3,14 @@
  * errors after it applied (the ambiguous case a lost response produces).
  */
 
-import type { Clock } from "../../src/clock.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  LeaseStoreError,
-  type Revision,
-  type Stored,
-} from "../../src/lease.js";
+import type { Clock } from "../clock.js";
+import { LeaseStoreError } from "../errors.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../lease.js";
+import { StoreWrapper } from "./store-wrapper.js";
 
 export type PutFault = "none" | "hang" | "fail-before" | "fail-after" | "ambiguous-before";
 
-export class FaultyStore implements LeaseStore {
+export class FaultyStore extends StoreWrapper {
   /** Applied to the next put calls, one fault each, then "none". */
   private readonly putFaults: PutFault[] = [];
   /** While true every call hangs (never settles unless aborted). */
@@ -26,21 +21,23 @@ export class FaultyStore implements LeaseStore {
   delayMs = 0;
 
   constructor(
-    readonly inner: LeaseStore,
+    inner: LeaseStore,
     private readonly clock?: Clock,
-  ) {}
+  ) {
+    super(inner);
+  }
 
   failNextPut(...faults: PutFault[]): void {
     this.putFaults.push(...faults);
   }
 
-  async get(name: string, options?: CallOptions): Promise<Stored | null> {
+  override async get(name: string, options?: CallOptions): Promise<Stored | null> {
     if (this.hang) return this.hangUntilAborted(options);
     await this.delay();
     return this.inner.get(name, options);
   }
 
-  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+  override async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     if (this.hang) return this.hangUntilAborted(options);
     await this.delay();
     const fault = this.putFaults.shift() ?? "none";

@@ -1,6 +1,6 @@
 /**
  * Typed client of the leasehold HTTP API, runtime-neutral (fetch only). Responses are checked
- * against the same zod schemas the server uses.
+ * against the wire contract (./schemas.ts), the same schemas the server validates with.
  *
  * Retries only where they are safe: reads, and acquire / renew / release, which the server makes
  * idempotent for the same holder (a repeated acquire by the holder renews, a repeated release of
@@ -8,6 +8,7 @@
  * that applied would come back as a conflict and hide the success.
  */
 import type { z } from "zod";
+import { LeaseholdApiError } from "../errors.js";
 import {
   Lease,
   LeaseList,
@@ -18,8 +19,8 @@ import {
   Problem,
   type ProblemView,
   type RecordWrite,
-} from "./api/schemas.js";
-import { LeaseholdError } from "./errors.js";
+} from "./schemas.js";
+import { readSse } from "./sse.js";
 
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:8787 */
@@ -33,24 +34,14 @@ export interface ClientOptions {
   retries?: number;
 }
 
-/** The server answered with a problem (RFC 9457), or the request never got an answer (`status` 0). */
-export class LeaseholdApiError extends LeaseholdError {
-  override name = "LeaseholdApiError";
-  constructor(
-    readonly status: number,
-    readonly problem: ProblemView | undefined,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
 export interface WatchEvent {
   lease: LeaseView | null;
   /** Released, never created, or expired by the server's rule: a candidate may acquire it now. */
   free: boolean;
 }
+
+/** A watch that lost its connection reconnects this many times in a row before it gives up. */
+const WATCH_RECONNECTS = 3;
 
 interface Call {
   method: "GET" | "POST" | "PUT";
@@ -149,12 +140,7 @@ export class LeaseholdClient {
   }
 
   /** Raw compare-and-swap; `expected` null = create. Never retried. */
-  async put(
-    name: string,
-    body: RecordWrite & { acquiredAt: number },
-    expected: string | null,
-    signal?: AbortSignal,
-  ): Promise<LeaseView> {
+  async put(name: string, body: RecordWrite, expected: string | null, signal?: AbortSignal): Promise<LeaseView> {
     const headers: Record<string, string> =
       expected === null ? { "If-None-Match": "*" } : { "If-Match": `"${expected}"` };
     const res = await this.send({
@@ -168,35 +154,53 @@ export class LeaseholdClient {
     return this.parse(res, Lease);
   }
 
-  /** Server-Sent Events of one lease: the current state first, then each change. */
+  /**
+   * Server-Sent Events of one lease: the current state first, then each change. A dropped
+   * connection is resumed with `Last-Event-ID` (the revision last seen), so the server sends only
+   * what changed since; after a few failed reconnects in a row the iteration throws. An HTTP
+   * error answer (401, 403, 404, ...) throws at once.
+   */
   async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEvent> {
-    const res = await this.fetch(`${this.base}${LeaseholdClient.leasePath(name)}/watch`, {
-      headers: { ...this.authHeader(), Accept: "text/event-stream" },
-      signal,
-    });
-    if (!res.ok || !res.body) throw await this.failure(res);
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += value;
-        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block
-            .split("\n")
-            .filter((l) => l.startsWith("data:"))
-            .map((l) => l.slice(5).trimStart())
-            .join("\n");
-          if (!data) continue; // keep-alive comment
-          const event = JSON.parse(data) as { lease: unknown; free: boolean };
+    let lastEventId: string | undefined;
+    for (let failures = 0; ; ) {
+      let res: Response;
+      try {
+        res = await this.fetch(`${this.base}${LeaseholdClient.leasePath(name)}/watch`, {
+          headers: {
+            ...this.authHeader(),
+            Accept: "text/event-stream",
+            ...(lastEventId === undefined ? {} : { "Last-Event-ID": lastEventId }),
+          },
+          signal,
+        });
+      } catch (cause) {
+        if (signal.aborted || ++failures > WATCH_RECONNECTS) throw cause;
+        await backoff(failures - 1, null, signal);
+        continue;
+      }
+      if (!res.ok || !res.body) throw await this.failure(res);
+      let received = false;
+      let error: unknown;
+      try {
+        for await (const message of readSse(res.body)) {
+          if (message.event !== "lease") continue;
+          const event = JSON.parse(message.data) as { lease: unknown; free: boolean };
+          if (message.id !== undefined) lastEventId = message.id;
+          received = true;
+          failures = 0;
           yield { lease: event.lease === null ? null : Lease.parse(event.lease), free: event.free === true };
         }
+      } catch (cause) {
+        error = cause;
       }
-    } finally {
-      await reader.cancel().catch(() => undefined);
+      if (signal.aborted) return;
+      // A stream that ends or breaks after delivering is resumed; one that never delivers counts.
+      if (!received && ++failures > WATCH_RECONNECTS) {
+        throw (
+          error ?? new LeaseholdApiError(0, undefined, `watch of "${name}" closed ${failures} times before any event`)
+        );
+      }
+      await backoff(failures, null, signal);
     }
   }
 

@@ -2,7 +2,8 @@
  * Wraps a store to count its calls and to know when none is in flight, so a manual-clock test
  * can let real I/O (dynalite, fake-gcs-server, HTTP) finish before moving time on.
  */
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, ListOptions, Revision, Stored } from "../lease.js";
+import { StoreWrapper } from "./store-wrapper.js";
 
 export interface CallCounts {
   get: number;
@@ -10,29 +11,30 @@ export interface CallCounts {
   list: number;
 }
 
-export class TrackedStore implements LeaseStore {
+export class TrackedStore extends StoreWrapper {
   readonly counts: CallCounts = { get: 0, put: 0, list: 0 };
+  /** Every record a put wrote (the store accepted it), in order. */
+  readonly written: LeaseRecord[] = [];
   private readonly inflight = new Set<Promise<unknown>>();
-  readonly list?: (prefix: string, options?: ListOptions) => AsyncIterable<Stored>;
 
-  constructor(readonly inner: LeaseStore) {
-    if (inner.list) {
-      const list = inner.list.bind(inner);
-      this.list = (prefix, options) => {
-        this.counts.list++;
-        return list(prefix, options);
-      };
-    }
-  }
-
-  get(name: string, options?: CallOptions): Promise<Stored | null> {
+  override get(name: string, options?: CallOptions): Promise<Stored | null> {
     this.counts.get++;
-    return this.track(this.inner.get(name, options));
+    return this.track(super.get(name, options));
   }
 
-  put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+  override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     this.counts.put++;
-    return this.track(this.inner.put(next, expected, options));
+    return this.track(
+      super.put(next, expected, options).then((stored) => {
+        this.written.push(stored.record);
+        return stored;
+      }),
+    );
+  }
+
+  protected override listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+    this.counts.list++;
+    return super.listOf(prefix, options);
   }
 
   resetCounts(): void {

@@ -4,19 +4,17 @@
  * (CAS, one winner of a race, terms) are never skippable.
  */
 import { describe, expect, it } from "vitest";
-import { systemClock } from "../../src/clock.js";
-import { CasWriter, type WriteOutcome } from "../../src/elector/cas.js";
+import { systemClock } from "../clock.js";
+import { CasWriter, type WriteOutcome } from "../elector/cas.js";
+import { LeaseConflictError, LeaseTermRuleError, LeaseValidationError } from "../errors.js";
 import {
-  LeaseConflictError,
   type LeaseRecord,
   type LeaseStore,
-  LeaseTermRuleError,
-  LeaseValidationError,
   MAX_HOLDER_LENGTH,
   MAX_METADATA_BYTES,
   newWriteId,
   type Stored,
-} from "../../src/lease.js";
+} from "../lease.js";
 
 export interface StoreUnderTest {
   store: LeaseStore;

@@ -1,0 +1,22 @@
+/**
+ * `leasehold/http`: the client side of the HTTP API. `LeaseholdClient` (typed calls, safe
+ * retries, watch with resume), the wire schemas both sides validate with, and the SSE reader.
+ * The `LeaseStore` over the API is `leasehold/stores/http`; the server is `leasehold/api`.
+ * Runtime-neutral (fetch only).
+ */
+export { type ClientOptions, LeaseholdClient, type WatchEvent } from "./client.js";
+export {
+  AcquireBody,
+  Lease,
+  LeaseList,
+  type LeaseListView,
+  LeaseResult,
+  type LeaseResultView,
+  type LeaseView,
+  Problem,
+  type ProblemView,
+  RecordBody,
+  type RecordWrite,
+  TermBody,
+} from "./schemas.js";
+export { readSse, type SseMessage } from "./sse.js";

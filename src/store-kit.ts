@@ -1,0 +1,33 @@
+/**
+ * `leasehold/store-kit`: what a store author needs beside the `LeaseStore` interface (in the
+ * main entry): the record's schema and limits, validation that names each failing field,
+ * parsing what was read back (a bad record is a `LeaseCorruptError`, never repaired), revisions
+ * for counter-based stores, and the one write path (`CasWriter`) for callers that write records
+ * themselves. Run your store against `leasehold/testkit`'s contract suites. Runtime-neutral.
+ */
+export { type CallLimit, CasWriter, type CasWriterOptions, type WriteOutcome } from "./elector/cas.js";
+export {
+  holderSchema,
+  leaseMsSchema,
+  MAX_HOLDER_LENGTH,
+  MAX_LEASE_MS,
+  MAX_METADATA_BYTES,
+  MAX_NAME_LENGTH,
+  MIN_LEASE_MS,
+  metadataSchema,
+  NAME_PATTERN,
+  nameSchema,
+  newWriteId,
+  PREFIX_PATTERN,
+  parseRecord,
+  prefixSchema,
+  prefixUpperBound,
+  recordSchema,
+  validate,
+  validateName,
+  validatePrefix,
+  validateRecord,
+  zodIssues,
+} from "./lease.js";
+export { parseRevision } from "./stores/revision.js";
+export { checkTermRules, type TermRule, type TermRuleViolation } from "./term-rules.js";

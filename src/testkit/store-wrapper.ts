@@ -1,0 +1,55 @@
+/**
+ * A store that wraps another and forwards every capability it has (`list`, `watch`, `close`,
+ * `checkElectorSettings`, `checkRevision`), so wrappers used in tests, chaos runs and benchmarks
+ * never silently strip one: an elector behind a wrapper takes the push path when the inner store
+ * pushes, and is held to the inner store's own limits. Subclasses override `get`/`put` and, to
+ * see those calls, `listOf`/`watchOf`; a capability is dropped only on purpose (`without`).
+ * Runtime-neutral.
+ */
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
+
+/** Optional capabilities a wrapper may deliberately hide (e.g. a chaos profile without push). */
+export type Capability = "list" | "watch" | "checkElectorSettings" | "checkRevision";
+
+export class StoreWrapper implements LeaseStore {
+  readonly list?: (prefix: string, options?: ListOptions) => AsyncIterable<Stored>;
+  readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
+  readonly close?: () => Promise<void>;
+  readonly checkElectorSettings?: (settings: { leaseMs: number; renewMs: number; retryMs: number }) => void;
+  readonly checkRevision?: (revision: Revision) => void;
+
+  constructor(
+    readonly inner: LeaseStore,
+    options: { without?: Capability[] } = {},
+  ) {
+    const hidden = new Set(options.without ?? []);
+    const { list, watch, close, checkElectorSettings, checkRevision } = inner;
+    if (list && !hidden.has("list")) this.list = (prefix, o) => this.listOf(prefix, o);
+    if (watch && !hidden.has("watch")) this.watch = (name, signal) => this.watchOf(name, signal);
+    if (close) this.close = () => close.call(inner);
+    if (checkElectorSettings && !hidden.has("checkElectorSettings")) {
+      this.checkElectorSettings = (settings) => checkElectorSettings.call(inner, settings);
+    }
+    if (checkRevision && !hidden.has("checkRevision")) {
+      this.checkRevision = (revision) => checkRevision.call(inner, revision);
+    }
+  }
+
+  get(name: string, options?: CallOptions): Promise<Stored | null> {
+    return this.inner.get(name, options);
+  }
+
+  put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    return this.inner.put(next, expected, options);
+  }
+
+  /** Called for `list` (only when the inner store lists). */
+  protected listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+    return (this.inner.list as NonNullable<LeaseStore["list"]>).call(this.inner, prefix, options);
+  }
+
+  /** Called for `watch` (only when the inner store pushes). */
+  protected watchOf(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    return (this.inner.watch as NonNullable<LeaseStore["watch"]>).call(this.inner, name, signal);
+  }
+}

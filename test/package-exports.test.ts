@@ -1,0 +1,131 @@
+/**
+ * The package's public surface: every subpath export points at a source module that exists,
+ * with `types` first; tsconfig `paths` (what the tests and examples compile against) agree with
+ * `exports` (what users get); and the main entry holds the application API only, store-author
+ * helpers and the test kit living on their own subpaths. `publint --strict` runs in `npm test`
+ * on the built package.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+  exports: Record<string, string | { types: string; default: string }>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+};
+const tsconfig = JSON.parse(readFileSync(join(root, "tsconfig.json"), "utf8")) as {
+  compilerOptions: { paths: Record<string, string[]> };
+};
+
+/** `./dist/a/b.js` -> `src/a/b.ts` */
+const sourceOf = (dist: string) => dist.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts");
+
+/** Resolves `leasehold/...` through tsconfig paths (one `*` at most), as tsc does. */
+function resolvePath(specifier: string): string | undefined {
+  for (const [pattern, [target]] of Object.entries(tsconfig.compilerOptions.paths)) {
+    if (!target) continue;
+    if (!pattern.includes("*")) {
+      if (pattern === specifier) return target.replace(/^\.\//, "");
+      continue;
+    }
+    const [head, tail] = pattern.split("*") as [string, string];
+    if (specifier.startsWith(head) && specifier.endsWith(tail)) {
+      const star = specifier.slice(head.length, specifier.length - tail.length);
+      return target.replace("*", star).replace(/^\.\//, "");
+    }
+  }
+  return undefined;
+}
+
+const entries = Object.entries(pkg.exports).filter(([key]) => key !== "./package.json");
+
+it("every export names types first, then the build of a source module that exists", () => {
+  for (const [key, value] of entries) {
+    expect(typeof value, key).toBe("object");
+    const target = value as { types: string; default: string };
+    expect(Object.keys(target), key).toEqual(["types", "default"]);
+    expect(target.types, key).toBe(target.default.replace(/\.js$/, ".d.ts"));
+    expect(existsSync(join(root, sourceOf(target.default))), `${key} -> ${sourceOf(target.default)}`).toBe(true);
+  }
+});
+
+it("tsconfig paths resolve each export to the same source module, and name no other", () => {
+  for (const [key, value] of entries) {
+    const specifier = key === "." ? "leasehold" : `leasehold/${key.slice(2)}`;
+    expect(resolvePath(specifier), specifier).toBe(sourceOf((value as { default: string }).default));
+  }
+  const exported = new Set(entries.map(([key]) => (key === "." ? "leasehold" : `leasehold/${key.slice(2)}`)));
+  for (const pattern of Object.keys(tsconfig.compilerOptions.paths)) {
+    if (pattern.includes("*")) {
+      expect([...exported].some((e) => resolvePath(e) !== undefined && e.startsWith(pattern.split("*")[0] ?? ""))).toBe(
+        true,
+      );
+    } else {
+      expect(exported.has(pattern), pattern).toBe(true);
+    }
+  }
+});
+
+it("every optional peer is declared optional with a range, not a pinned version", () => {
+  for (const [name, range] of Object.entries(pkg.peerDependencies)) {
+    expect(pkg.peerDependenciesMeta[name]?.optional, name).toBe(true);
+    expect(range, name).not.toMatch(/^\d+\.\d+\.\d+$/);
+  }
+});
+
+it("the main entry exports the application API only", async () => {
+  const main = await import("../src/index.js");
+  expect(Object.keys(main).sort()).toEqual(
+    [
+      "Elector",
+      "ElectorMetrics",
+      "LeadershipLostError",
+      "LeaseConflictError",
+      "LeaseCorruptError",
+      "LeaseStoreError",
+      "LeaseTermRuleError",
+      "LeaseValidationError",
+      "LeaseholdApiError",
+      "LeaseholdError",
+      "MemoryStore",
+      "ReleaseRefusedError",
+      "StoreUnavailableError",
+      "isAmbiguous",
+      "isLeadershipLostError",
+      "isLeaseConflictError",
+      "isLeaseCorruptError",
+      "isLeaseStoreError",
+      "isLeaseTermRuleError",
+      "isLeaseValidationError",
+      "isLeaseholdApiError",
+      "isLeaseholdError",
+      "isReleaseRefusedError",
+      "isStoreUnavailableError",
+      "openStore",
+      "parseStoreUrl",
+      "runAsLeader",
+      "systemClock",
+    ].sort(),
+  );
+});
+
+it("every error class is exported, extends LeaseholdError, and its guard works without instanceof", async () => {
+  const main = (await import("../src/index.js")) as unknown as Record<string, unknown>;
+  const classes = Object.entries(main).filter(([name]) => /^[A-Z]\w*Error$/.test(name) && name !== "LeaseholdError");
+  expect(classes.length).toBeGreaterThanOrEqual(9);
+  for (const [name] of classes) {
+    const guard = main[`is${name}`] as (e: unknown) => boolean;
+    expect(typeof guard, `is${name}`).toBe("function");
+    // A look-alike from another copy of the package: same name, no shared prototype.
+    const foreign = Object.assign(new Error("x"), { name });
+    expect(guard(foreign), name).toBe(true);
+    expect((main.isLeaseholdError as (e: unknown) => boolean)(foreign), name).toBe(true);
+    expect(guard(new Error("x")), name).toBe(false);
+  }
+  const { LeaseholdError, LeaseStoreError } = await import("../src/errors.js");
+  const error = new LeaseStoreError("x", { ambiguous: true, cause: new Error("root") });
+  expect(error).toBeInstanceOf(LeaseholdError);
+  expect((error.cause as Error).message).toBe("root");
+});
