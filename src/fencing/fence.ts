@@ -15,7 +15,6 @@
  */
 import { z } from "zod";
 import { LeaseholdError } from "../errors.js";
-import { validate } from "../lease.js";
 
 /**
  * Thrown when a fenced write is refused because the resource has already been written with a
@@ -69,11 +68,6 @@ export const termSchema = z
   .int({ error: "expected a whole number" })
   .min(1, { error: "expected a term >= 1 (terms start at 1)" })
   .max(Number.MAX_SAFE_INTEGER, { error: "expected a safe integer" });
-
-/** Checks the term a caller passed to a fenced write; `LeaseValidationError` naming `path` otherwise. */
-export function validateTerm(term: unknown, what = "fenced write"): number {
-  return validate(what, z.object({ term: termSchema }), { term }).term;
-}
 
 /**
  * Parses a stored fence value read back from a backend: a whole number >= 0 (a decimal string, a number

@@ -33,7 +33,11 @@ export interface FencedUpdateOptions {
   table: string;
   /** The row's key columns and values: the fenced resource. With insert-if-absent they must be the table's primary key or a unique index. */
   key: Record<string, SqlValue>;
-  /** Columns to write (may be empty: then only the fence moves up to `term`). */
+  /**
+   * Columns to write. With insert-if-absent they must make a valid new row (every NOT NULL column
+   * without a default), since SQLite checks the row to insert before it finds the conflict. Empty
+   * with `insertIfAbsent: false`: only the fence moves up to `term` (a new leader claiming a row).
+   */
   set: Record<string, SqlValue>;
   /** The writer's term: the write applies only if the row's term is NULL or <= this. */
   term: number;
