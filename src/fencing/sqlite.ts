@@ -19,7 +19,7 @@
  */
 import type BetterSqlite3 from "better-sqlite3";
 import { z } from "zod";
-import { LeaseValidationError } from "../errors.js";
+import { LeaseholdError, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
 
@@ -90,12 +90,17 @@ const optionsSchema = z
     }
   });
 
+const WRITTEN = Symbol("written");
+const ABSENT = Symbol("absent");
+/** What the transaction found: written, no such row, or the stored fence that refused the write. */
+type Found = typeof WRITTEN | typeof ABSENT | { stored: unknown };
+
 interface Statements {
-  write: BetterSqlite3.Statement<SqlValue[]>;
-  readTerm: BetterSqlite3.Statement<SqlValue[], { fence: unknown }>;
+  /** The write, then (only when it changed nothing) the row's fence, in one IMMEDIATE transaction. */
+  transaction: BetterSqlite3.Transaction<(params: SqlValue[], keyValues: SqlValue[]) => Found>;
 }
 
-/** Prepared statements per database and SQL shape: preparing costs more than running. */
+/** Statements and their transaction per database and SQL shape: building them costs more than running. */
 const cache = new WeakMap<BetterSqlite3.Database, Map<string, Statements>>();
 
 /**
@@ -116,31 +121,24 @@ export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOp
   const statements = prepare(db, o.table, keyColumns, setColumns, o.termColumn, o.insertIfAbsent);
   const keyValues = keyColumns.map((c) => o.key[c] as SqlValue);
   const setValues = setColumns.map((c) => o.set[c] as SqlValue);
+  const params = o.insertIfAbsent ? [...keyValues, ...setValues, o.term] : [...setValues, o.term, ...keyValues, o.term];
+  const fence = statements.transaction.immediate(params, keyValues);
+  if (fence === WRITTEN) return "written";
   const resource = `table "${o.table}" row ${describeKey(o.key)}`;
-
-  const run = db.transaction((): FencedUpdateOutcome => {
-    const params = o.insertIfAbsent
-      ? [...keyValues, ...setValues, o.term]
-      : [...setValues, o.term, ...keyValues, o.term];
-    if (statements.write.run(...params).changes > 0) return "written";
-    // Nothing changed: either no such row (plain UPDATE only) or its fence refused. Read it in
-    // this same transaction, so the answer describes the state that refused us.
-    const row = statements.readTerm.get(...keyValues);
-    if (row === undefined) {
-      if (o.insertIfAbsent) {
-        throw new Error(`fencedUpdate: the upsert into ${resource} changed nothing and the row is absent`);
-      }
-      return "absent";
+  if (fence === ABSENT) {
+    if (o.insertIfAbsent) {
+      // Only something outside the statement (a trigger ignoring the row) can get here.
+      throw new LeaseholdError(`fencedUpdate: the upsert into ${resource} changed nothing and the row is absent`);
     }
-    const seen = parseStoredTerm(resource, row.fence);
-    if (seen === undefined || seen <= o.term) {
-      // The statement's condition would have passed: the stored value compares unlike a number
-      // (SQLite orders TEXT above every INTEGER), so it is not a term.
-      throw new FenceCorruptError(resource, row.fence);
-    }
-    throw new StaleTermError(resource, o.term, seen);
-  });
-  return run.immediate();
+    return "absent";
+  }
+  const seen = parseStoredTerm(resource, fence.stored);
+  if (seen === undefined || seen <= o.term) {
+    // The statement's condition would have passed: the stored value compares unlike a number
+    // (SQLite orders TEXT above every INTEGER), so it is not a term.
+    throw new FenceCorruptError(resource, fence.stored);
+  }
+  throw new StaleTermError(resource, o.term, seen);
 }
 
 function prepare(
@@ -174,9 +172,16 @@ function prepare(
     const assignments = [...setColumns, termColumn].map((c) => `${quote(c)} = ?`);
     sql = `UPDATE ${t} SET ${assignments.join(", ")} WHERE ${where} AND (${fence} IS NULL OR ${fence} <= ?)`;
   }
+  const write = db.prepare<SqlValue[]>(sql);
+  const readTerm = db.prepare<SqlValue[], { fence: unknown }>(`SELECT ${fence} AS fence FROM ${t} WHERE ${where}`);
   const statements: Statements = {
-    write: db.prepare<SqlValue[]>(sql),
-    readTerm: db.prepare<SqlValue[], { fence: unknown }>(`SELECT ${fence} AS fence FROM ${t} WHERE ${where}`),
+    transaction: db.transaction((params: SqlValue[], keyValues: SqlValue[]): Found => {
+      if (write.run(...params).changes > 0) return WRITTEN;
+      // Nothing changed: either no such row (plain UPDATE only) or its fence refused. Read it in
+      // this same transaction, so the answer describes the state that refused the write.
+      const row = readTerm.get(...keyValues);
+      return row === undefined ? ABSENT : { stored: row.fence };
+    }),
   };
   perDb.set(signature, statements);
   return statements;
