@@ -43,7 +43,7 @@ export class DynamoProxy {
   }
 
   /**
-   * Behave like real DynamoDB on a failed condition: add the current item to the
+   * Behave like real DynamoDB on a failed condition of PutItem or UpdateItem: add the current item to the
    * ConditionalCheckFailedException body (ReturnValuesOnConditionCheckFailure: ALL_OLD), which
    * dynalite leaves out. The proxy reads it from dynalite itself; the client sees no extra call.
    */
@@ -94,7 +94,9 @@ export class DynamoProxy {
         return answer(res, 400, "ThrottlingException", "Rate of requests exceeds the allowed throughput.");
       default: {
         let reply = await forward(upstream, req, body);
-        if (this.returnOldItem && operation === "PutItem") reply = await withOldItem(upstream, req, body, reply);
+        if (this.returnOldItem && (operation === "PutItem" || operation === "UpdateItem")) {
+          reply = await withOldItem(upstream, req, body, reply);
+        }
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
       }
@@ -121,9 +123,14 @@ interface Reply {
 async function withOldItem(upstream: URL, req: IncomingMessage, body: Buffer, reply: Reply): Promise<Reply> {
   const error = JSON.parse(reply.body.toString() || "{}") as { __type?: string; Item?: unknown };
   if (reply.status !== 400 || !error.__type?.endsWith("#ConditionalCheckFailedException") || error.Item) return reply;
-  const put = JSON.parse(body.toString()) as { TableName: string; Item: Record<string, unknown> };
-  const key = Object.fromEntries(Object.entries(put.Item).filter(([k]) => k === "pk"));
-  const get = Buffer.from(JSON.stringify({ TableName: put.TableName, Key: key, ConsistentRead: true }));
+  const write = JSON.parse(body.toString()) as {
+    TableName: string;
+    Item?: Record<string, unknown>;
+    Key?: Record<string, unknown>;
+  };
+  // UpdateItem names its key; PutItem's item holds it (the test tables' key is "pk").
+  const key = write.Key ?? Object.fromEntries(Object.entries(write.Item ?? {}).filter(([k]) => k === "pk"));
+  const get = Buffer.from(JSON.stringify({ TableName: write.TableName, Key: key, ConsistentRead: true }));
   const headers = { ...req.headers, "x-amz-target": "DynamoDB_20120810.GetItem" };
   const current = await forward(upstream, { method: "POST", url: req.url, headers }, get);
   const item = (JSON.parse(current.body.toString()) as { Item?: unknown }).Item;

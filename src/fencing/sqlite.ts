@@ -1,0 +1,199 @@
+/**
+ * Fenced writes to an SQL row (`leasehold/fencing/sqlite`), on better-sqlite3. The row keeps the
+ * term of its last writer in an integer column (default `term`), and a write is one statement that
+ * applies only if that column is NULL (no fence yet) or <= my term:
+ *
+ *   INSERT INTO t (id, ..., term) VALUES (?, ..., ?)
+ *     ON CONFLICT (id) DO UPDATE SET ... = excluded...., term = excluded.term
+ *     WHERE t.term IS NULL OR t.term <= excluded.term
+ *
+ * or, without insert-if-absent, `UPDATE t SET ..., term = ? WHERE id = ? AND (term IS NULL OR
+ * term <= ?)`. Zero rows changed means refused (or, for the UPDATE, no such row): the helper then
+ * reads the row's term in the same transaction to say which, and throws `StaleTermError` with the
+ * term it found. The same SQL works on PostgreSQL (docs/fencing.md).
+ *
+ * `fencedUpdate` is synchronous, like better-sqlite3, and runs in an IMMEDIATE transaction (a
+ * savepoint when you call it inside a transaction of your own, so your other writes commit or roll
+ * back with the fenced one). Node only (better-sqlite3 is a native module); it takes your open
+ * `Database` and never loads the package itself.
+ */
+import type BetterSqlite3 from "better-sqlite3";
+import { z } from "zod";
+import { LeaseholdError, LeaseValidationError } from "../errors.js";
+import { zodIssues } from "../lease.js";
+import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
+
+export { FenceCorruptError, StaleTermError } from "./fence.js";
+
+/** A value better-sqlite3 binds. */
+export type SqlValue = string | number | bigint | Uint8Array | null;
+
+export interface FencedUpdateOptions {
+  /** Table name (quoted as an identifier; `schema.table` is not split). */
+  table: string;
+  /** The row's key columns and values: the fenced resource. With insert-if-absent they must be the table's primary key or a unique index. */
+  key: Record<string, SqlValue>;
+  /**
+   * Columns to write. With insert-if-absent they must make a valid new row (every NOT NULL column
+   * without a default), since SQLite checks the row to insert before it finds the conflict. Empty
+   * with `insertIfAbsent: false`: only the fence moves up to `term` (a new leader claiming a row).
+   */
+  set: Record<string, SqlValue>;
+  /** The writer's term: the write applies only if the row's term is NULL or <= this. */
+  term: number;
+  /** Integer column holding the row's fence. Default "term". */
+  termColumn?: string;
+  /** Insert the row when it is absent (an upsert). Default true; false returns "absent" instead. */
+  insertIfAbsent?: boolean;
+}
+
+/** "written": the row was inserted or updated. "absent": no such row and `insertIfAbsent: false`. */
+export type FencedUpdateOutcome = "written" | "absent";
+
+const identifier = z
+  .string({ error: "expected a column name" })
+  .min(1, { error: "expected a non-empty name" })
+  .max(128, { error: "expected at most 128 characters" })
+  .refine((s) => !s.includes("\0"), { error: "expected no NUL character" });
+
+const sqlValue = z.custom<SqlValue>(
+  (v) =>
+    v === null ||
+    typeof v === "string" ||
+    (typeof v === "number" && Number.isFinite(v)) ||
+    typeof v === "bigint" ||
+    v instanceof Uint8Array,
+  { error: "expected a string, a finite number, a bigint, a Uint8Array or null" },
+);
+
+const optionsSchema = z
+  .strictObject({
+    table: identifier,
+    key: z
+      .record(
+        identifier,
+        sqlValue.refine((v) => v !== null, { error: "expected a value (a key is never NULL)" }),
+      )
+      .refine((k) => Object.keys(k).length > 0, { error: "expected at least one key column" }),
+    set: z.record(identifier, sqlValue),
+    term: termSchema,
+    termColumn: identifier.default("term"),
+    insertIfAbsent: z.boolean({ error: "expected true or false" }).default(true),
+  })
+  .superRefine((o, ctx) => {
+    const keys = new Set(Object.keys(o.key));
+    for (const column of Object.keys(o.set)) {
+      if (keys.has(column)) ctx.addIssue({ code: "custom", path: ["set", column], message: "is a key column" });
+    }
+    if (keys.has(o.termColumn) || Object.hasOwn(o.set, o.termColumn)) {
+      ctx.addIssue({ code: "custom", path: ["termColumn"], message: "the fence column must not be in key or set" });
+    }
+  });
+
+const WRITTEN = Symbol("written");
+const ABSENT = Symbol("absent");
+/** What the transaction found: written, no such row, or the stored fence that refused the write. */
+type Found = typeof WRITTEN | typeof ABSENT | { stored: unknown };
+
+interface Statements {
+  /** The write, then (only when it changed nothing) the row's fence, in one IMMEDIATE transaction. */
+  transaction: BetterSqlite3.Transaction<(params: SqlValue[], keyValues: SqlValue[]) => Found>;
+}
+
+/** Statements and their transaction per database and SQL shape: building them costs more than running. */
+const cache = new WeakMap<BetterSqlite3.Database, Map<string, Statements>>();
+
+/**
+ * Writes `set` (and `term` into the fence column) to the row named by `key`, only if the row has no
+ * fence yet or its fence is <= `term`. Throws `StaleTermError` (with the row's term) when a newer
+ * term has written the row, `FenceCorruptError` when its fence column holds something other than
+ * a whole number, `LeaseValidationError` for bad options (nothing is sent then).
+ */
+export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOptions): FencedUpdateOutcome {
+  const result = optionsSchema.safeParse(options);
+  if (!result.success) throw new LeaseValidationError("fencedUpdate options", zodIssues(result.error));
+  const o = result.data;
+  if (typeof (db as { prepare?: unknown } | null)?.prepare !== "function") {
+    throw new LeaseValidationError("fencedUpdate", [{ path: "db", message: "expected a better-sqlite3 Database" }]);
+  }
+  const keyColumns = Object.keys(o.key);
+  const setColumns = Object.keys(o.set);
+  const statements = prepare(db, o.table, keyColumns, setColumns, o.termColumn, o.insertIfAbsent);
+  const keyValues = keyColumns.map((c) => o.key[c] as SqlValue);
+  const setValues = setColumns.map((c) => o.set[c] as SqlValue);
+  const params = o.insertIfAbsent ? [...keyValues, ...setValues, o.term] : [...setValues, o.term, ...keyValues, o.term];
+  const fence = statements.transaction.immediate(params, keyValues);
+  if (fence === WRITTEN) return "written";
+  const resource = `table "${o.table}" row ${describeKey(o.key)}`;
+  if (fence === ABSENT) {
+    if (o.insertIfAbsent) {
+      // Only something outside the statement (a trigger ignoring the row) can get here.
+      throw new LeaseholdError(`fencedUpdate: the upsert into ${resource} changed nothing and the row is absent`);
+    }
+    return "absent";
+  }
+  const seen = parseStoredTerm(resource, fence.stored);
+  if (seen === undefined || seen <= o.term) {
+    // The statement's condition would have passed: the stored value compares unlike a number
+    // (SQLite orders TEXT above every INTEGER), so it is not a term.
+    throw new FenceCorruptError(resource, fence.stored);
+  }
+  throw new StaleTermError(resource, o.term, seen);
+}
+
+function prepare(
+  db: BetterSqlite3.Database,
+  table: string,
+  keyColumns: string[],
+  setColumns: string[],
+  termColumn: string,
+  insertIfAbsent: boolean,
+): Statements {
+  const signature = JSON.stringify([table, keyColumns, setColumns, termColumn, insertIfAbsent]);
+  let perDb = cache.get(db);
+  if (!perDb) {
+    perDb = new Map();
+    cache.set(db, perDb);
+  }
+  const cached = perDb.get(signature);
+  if (cached) return cached;
+  const t = quote(table);
+  const fence = quote(termColumn);
+  const where = keyColumns.map((c) => `${quote(c)} = ?`).join(" AND ");
+  let sql: string;
+  if (insertIfAbsent) {
+    const columns = [...keyColumns, ...setColumns, termColumn].map(quote);
+    const assignments = [...setColumns, termColumn].map((c) => `${quote(c)} = excluded.${quote(c)}`);
+    sql =
+      `INSERT INTO ${t} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")}) ` +
+      `ON CONFLICT (${keyColumns.map(quote).join(", ")}) DO UPDATE SET ${assignments.join(", ")} ` +
+      `WHERE ${t}.${fence} IS NULL OR ${t}.${fence} <= excluded.${fence}`;
+  } else {
+    const assignments = [...setColumns, termColumn].map((c) => `${quote(c)} = ?`);
+    sql = `UPDATE ${t} SET ${assignments.join(", ")} WHERE ${where} AND (${fence} IS NULL OR ${fence} <= ?)`;
+  }
+  const write = db.prepare<SqlValue[]>(sql);
+  const readTerm = db.prepare<SqlValue[], { fence: unknown }>(`SELECT ${fence} AS fence FROM ${t} WHERE ${where}`);
+  const statements: Statements = {
+    transaction: db.transaction((params: SqlValue[], keyValues: SqlValue[]): Found => {
+      if (write.run(...params).changes > 0) return WRITTEN;
+      // Nothing changed: either no such row (plain UPDATE only) or its fence refused. Read it in
+      // this same transaction, so the answer describes the state that refused the write.
+      const row = readTerm.get(...keyValues);
+      return row === undefined ? ABSENT : { stored: row.fence };
+    }),
+  };
+  perDb.set(signature, statements);
+  return statements;
+}
+
+/** An SQL identifier, quoted: any name is safe, none is interpreted as SQL. */
+function quote(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function describeKey(key: Record<string, SqlValue>): string {
+  return JSON.stringify(key, (_k, v: unknown) =>
+    typeof v === "bigint" ? v.toString() : v instanceof Uint8Array ? "(bytes)" : v,
+  );
+}
