@@ -1,15 +1,25 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
 
+// The package's own name resolves to the sources of each export (as tsconfig's paths do for the
+// typecheck), so tests can run the examples the docs show exactly as users import them.
+const { exports } = JSON.parse(readFileSync(join(import.meta.dirname, "package.json"), "utf8")) as {
+  exports: Record<string, string | { default: string }>;
+};
+const alias = Object.entries(exports).flatMap(([key, target]) =>
+  typeof target === "object"
+    ? [
+        {
+          find: new RegExp(`^leasehold${key === "." ? "" : `/${key.slice(2)}`}$`),
+          replacement: join(import.meta.dirname, target.default.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")),
+        },
+      ]
+    : [],
+);
+
 export default defineConfig({
-  // The package's own name resolves to the sources, as tsconfig's paths do for the typecheck, so
-  // tests can run the examples the docs show (examples/fencing/) exactly as users import them.
-  resolve: {
-    alias: [
-      { find: /^leasehold$/, replacement: join(import.meta.dirname, "src/index.ts") },
-      { find: /^leasehold\/(.*)$/, replacement: `${join(import.meta.dirname, "src")}/$1.ts` },
-    ],
-  },
+  resolve: { alias },
   test: {
     include: ["test/**/*.test.ts"],
     // test/workers/ runs inside workerd under its own config (test/workers/vitest.config.ts).

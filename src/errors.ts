@@ -152,6 +152,52 @@ export class ReleaseRefusedError extends LeaseholdError {
   override name = "ReleaseRefusedError";
 }
 
+/**
+ * Thrown when a fenced write is refused because the resource has already been written with a
+ * newer term: a newer leader exists, so this one must stop acting as leader (retrying with the
+ * same term can never succeed). Nothing was written. `seenTerm` is the resource's term when the
+ * backend reported it (`undefined` when it did not, e.g. DynamoDB emulators that omit `ALL_OLD`).
+ */
+export class StaleTermError extends LeaseholdError {
+  override name = "StaleTermError";
+  constructor(
+    /** The fenced resource, for humans: e.g. `gs://bucket/object`, `table "t" row {"id":"x"}`. */
+    readonly resource: string,
+    /** The term this writer sent. */
+    readonly term: number,
+    /** The newer term the resource holds, when known. */
+    readonly seenTerm: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `fenced write to ${resource} refused: ${
+        seenTerm === undefined ? "it has been written with a newer term" : `it holds term ${seenTerm}`
+      }, newer than this writer's term ${term}; a newer leader exists, so stop acting as leader`,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown when a resource's stored fence is not a term (not a whole number >= 0): something other
+ * than a fenced write changed it. The write is refused and nothing is overwritten: an operator
+ * must look, as with `LeaseCorruptError`.
+ */
+export class FenceCorruptError extends LeaseholdError {
+  override name = "FenceCorruptError";
+  constructor(
+    readonly resource: string,
+    /** The stored value, as the backend returned it. */
+    readonly stored: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `fenced write to ${resource} refused: its stored fence ${JSON.stringify(stored)} is not a term (expected a whole number >= 0); refusing to overwrite it`,
+      options,
+    );
+  }
+}
+
 function named(error: unknown, names: readonly string[]): boolean {
   if (typeof error !== "object" || error === null) return false;
   const name = (error as { name?: unknown }).name;
@@ -169,6 +215,8 @@ const ALL = [
   "LeaseholdApiError",
   "StoreUnavailableError",
   "ReleaseRefusedError",
+  "StaleTermError",
+  "FenceCorruptError",
 ] as const;
 
 /** Anything leasehold threw on purpose. */
@@ -189,6 +237,9 @@ export const isStoreUnavailableError = (error: unknown): error is StoreUnavailab
   named(error, ["StoreUnavailableError"]);
 export const isReleaseRefusedError = (error: unknown): error is ReleaseRefusedError =>
   named(error, ["ReleaseRefusedError"]);
+
+export const isStaleTermError = (error: unknown): error is StaleTermError => named(error, ["StaleTermError"]);
+export const isFenceCorruptError = (error: unknown): error is FenceCorruptError => named(error, ["FenceCorruptError"]);
 
 /** True for an error a store raised because the outcome of a write is unknown. */
 export function isAmbiguous(error: unknown): boolean {

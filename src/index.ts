@@ -21,8 +21,10 @@ export {
 } from "./elector.js";
 export { ElectorMetrics } from "./elector-metrics.js";
 export {
+  FenceCorruptError,
   type FieldIssue,
   isAmbiguous,
+  isFenceCorruptError,
   isLeadershipLostError,
   isLeaseConflictError,
   isLeaseCorruptError,
@@ -32,6 +34,7 @@ export {
   isLeaseTermRuleError,
   isLeaseValidationError,
   isReleaseRefusedError,
+  isStaleTermError,
   isStoreUnavailableError,
   LeadershipLostError,
   LeaseConflictError,
@@ -43,6 +46,7 @@ export {
   LeaseValidationError,
   type LossReason,
   ReleaseRefusedError,
+  StaleTermError,
   StoreUnavailableError,
 } from "./errors.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";

@@ -16,7 +16,7 @@ import {
   StaleTermError,
   withSet,
 } from "../src/fencing/dynamodb.js";
-import { uniqueName } from "./conformance/store-contract.js";
+import { uniqueName } from "../src/testkit/store-contract.js";
 import { deposedLeaderWrites } from "./support/deposed-leader.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";

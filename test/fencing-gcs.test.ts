@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { saveReport, saveReportWithHelper } from "../examples/fencing/gcs.js";
 import { LeaseholdError, LeaseValidationError } from "../src/errors.js";
 import { FenceCorruptError, fencedWrite, StaleTermError, WRITE_ID_KEY } from "../src/fencing/gcs.js";
-import { uniqueName } from "./conformance/store-contract.js";
+import { uniqueName } from "../src/testkit/store-contract.js";
 import { deposedLeaderWrites } from "./support/deposed-leader.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
 

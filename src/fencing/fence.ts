@@ -14,53 +14,9 @@
  * Runtime-neutral.
  */
 import { z } from "zod";
-import { LeaseholdError } from "../errors.js";
+import { FenceCorruptError } from "../errors.js";
 
-/**
- * Thrown when a fenced write is refused because the resource has already been written with a
- * newer term: a newer leader exists, so this one must stop acting as leader (retrying with the
- * same term can never succeed). Nothing was written. `seenTerm` is the resource's term when the
- * backend reported it (`undefined` when it did not, e.g. DynamoDB emulators that omit `ALL_OLD`).
- */
-export class StaleTermError extends LeaseholdError {
-  override name = "StaleTermError";
-  constructor(
-    /** The fenced resource, for humans: e.g. `gs://bucket/object`, `table "t" row {"id":"x"}`. */
-    readonly resource: string,
-    /** The term this writer sent. */
-    readonly term: number,
-    /** The newer term the resource holds, when known. */
-    readonly seenTerm: number | undefined,
-    options?: { cause?: unknown },
-  ) {
-    super(
-      `fenced write to ${resource} refused: ${
-        seenTerm === undefined ? "it has been written with a newer term" : `it holds term ${seenTerm}`
-      }, newer than this writer's term ${term}; a newer leader exists, so stop acting as leader`,
-      options,
-    );
-  }
-}
-
-/**
- * Thrown when a resource's stored fence is not a term (not a whole number >= 0): something other
- * than a fenced write changed it. The write is refused and nothing is overwritten: an operator
- * must look, as with `LeaseCorruptError`.
- */
-export class FenceCorruptError extends LeaseholdError {
-  override name = "FenceCorruptError";
-  constructor(
-    readonly resource: string,
-    /** The stored value, as the backend returned it. */
-    readonly stored: unknown,
-    options?: { cause?: unknown },
-  ) {
-    super(
-      `fenced write to ${resource} refused: its stored fence ${JSON.stringify(stored)} is not a term (expected a whole number >= 0); refusing to overwrite it`,
-      options,
-    );
-  }
-}
+export { FenceCorruptError, isFenceCorruptError, isStaleTermError, StaleTermError } from "../errors.js";
 
 /** A leader's term: what `runAsLeader` and the `elected` event hand out (1, 2, ...). */
 export const termSchema = z

@@ -12,9 +12,9 @@
  * (The same with real OS processes and SIGSTOP: fencing-processes.test.ts.)
  */
 import { ManualClock } from "../../src/clock.js";
-import { runAsLeader } from "../../src/elector.js";
+import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { FaultyStore } from "./faults.js";
+import { FaultyStore } from "../../src/testkit/faulty-store.js";
 
 const LEASE_MS = 1000;
 

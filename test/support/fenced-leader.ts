@@ -15,7 +15,7 @@
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import Database from "better-sqlite3";
-import { runAsLeader } from "../../src/elector.js";
+import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import { fencedUpdate, StaleTermError } from "../../src/fencing/sqlite.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
 
