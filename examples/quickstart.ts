@@ -8,11 +8,24 @@ process.once("SIGTERM", () => stop.abort());
 
 await runAsLeader(
   { store, name: "adapters/billing", leaseMs: 15_000, signal: stop.signal },
-  async ({ term, signal }) => {
-    // Only the leader gets here. Pass `term` as the fencing token to everything you write.
+  async ({ term, signal, stillLeader }) => {
+    // Only the leader gets here. `term` is the fencing token: send it with everything you write,
+    // and have the downstream system refuse older terms (docs/fencing.md).
     while (!signal.aborted) {
-      console.log(`leading with term ${term}`);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const batch = await nextBatch();
+      // Checked against the clock right before the side effect: false if this process was paused
+      // past its lease, even before any timer has run. (assertLeader() throws instead.)
+      if (!stillLeader()) break;
+      await publish(batch, { fencingToken: term });
     }
   },
 );
+
+async function nextBatch(): Promise<string[]> {
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return ["event"];
+}
+
+async function publish(batch: string[], options: { fencingToken: number }): Promise<void> {
+  console.log(`publishing ${batch.length} with term ${options.fencingToken}`);
+}

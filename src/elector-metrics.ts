@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics for electors, the four every user of a leader-election library ends up
- * asking for (DESIGN.md §8): is this candidate leader, how often leadership changed hands,
+ * asking for (docs/design.md §7): is this candidate leader, how often leadership changed hands,
  * how many renewals failed, and how long since the last successful renewal. It only listens to
  * the elector's events, so it adds no store calls. Runtime-neutral: render() returns the text,
  * serve it however your process exposes metrics.

@@ -1,5 +1,5 @@
 /**
- * The elector (DESIGN.md §3, §4): one candidate for one lease.
+ * The elector (docs/design.md §3, §4): one candidate for one lease.
  *
  * - Decisions use the monotonic clock only. A leader is leader until `sentAt + leaseMs - safetyMs`,
  *   `sentAt` being when its last successful write was sent; a watchdog ends leadership at that
@@ -27,7 +27,7 @@ export type { LossReason } from "./errors.js";
 export interface ElectorOptions {
   /** Where the lease lives. */
   store: LeaseStore;
-  /** The lease name (DESIGN.md §1 pattern). */
+  /** The lease name (docs/design.md §1 pattern). */
   name: string;
   /** This candidate's identity; unique per process. Default: a random id. */
   identity?: string;
@@ -41,7 +41,7 @@ export interface ElectorOptions {
   safetyMs?: number;
   /** Retries wait retryMs * (1 + jitter * random); 0 disables. Default 0.2. */
   jitter?: number;
-  /** Bound on wall-clock skew between machines, for the fresh-candidate shortcut (DESIGN.md §8). Default 1000. */
+  /** Bound on wall-clock skew between machines, for the fresh-candidate shortcut (docs/design.md §3, §7). Default 1000. */
   maxSkewMs?: number;
   /** Longest a store call may take before it counts as ambiguous. Default renewMs. */
   callTimeoutMs?: number;

@@ -1,5 +1,5 @@
 /**
- * The lease record (DESIGN.md §1), the store contract (§2) and the validation every entry
+ * The lease record (docs/design.md §1), the store contract (§2) and the validation every entry
  * point shares. Runtime-neutral: no Node-only API here.
  */
 import { z } from "zod";
@@ -64,7 +64,7 @@ export const recordSchema = z.strictObject({
   writeId: z.string({ error: "expected a string" }).min(1).max(64),
 });
 
-/** One lease (DESIGN.md §1). A released lease has `holder: null` and keeps its `term`. */
+/** One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`. */
 export interface LeaseRecord {
   name: string;
   /** Identity of the leader, or `null` once released. */
@@ -103,7 +103,7 @@ export interface ListOptions {
 }
 
 /**
- * The store contract (DESIGN.md §2). `put` applies atomically or throws:
+ * The store contract (docs/design.md §2). `put` applies atomically or throws:
  * `LeaseConflictError` when `expected` is not current (`null` = create if absent),
  * `LeaseStoreError` with `ambiguous: true` when the outcome is unknown. Never retried blindly.
  */

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §4: the core runs in Node, workerd and Lambda alike, so only the named Node-bound
+ * docs/design.md §6: the core runs in Node, workerd and Lambda alike, so only the named Node-bound
  * modules may touch Node APIs.
  */
 import { readdirSync, readFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * The leasehold HTTP API (DESIGN.md §5): `createApp({ store, auth, clock, limits })` returns a
+ * The leasehold HTTP API (docs/design.md §5): `createApp({ store, auth, clock, limits })` returns a
  * Hono app; runtimes only wire it (src/runtime/*). Routes under /v1, problem+json errors
  * (RFC 9457), bearer tokens scoped to lease prefixes, OpenAPI generated from the zod schemas.
  * Lease names contain "/", so clients URL-encode them in paths (adapters%2Fbilling).

@@ -1,6 +1,6 @@
 /**
  * `leasehold release NAME --holder ID --term N`: an operator's release, by compare-and-swap on the
- * revision just read, and only if holder and term are the ones named. It keeps the term (DESIGN.md
+ * revision just read, and only if holder and term are the ones named. It keeps the term (docs/design.md
  * §1). A live holder learns of it at its next renewal (a conflict) and steps down; until then it
  * may still act, which is what the fencing token is for: use this for stuck or dead holders.
  */

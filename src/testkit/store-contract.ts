@@ -1,5 +1,5 @@
 /**
- * The store contract (DESIGN.md §2) as one suite every backend runs against its real server.
+ * The store contract (docs/design.md §2) as one suite every backend runs against its real server.
  * A backend may declare a missing optional capability with a reason; the safety cases
  * (CAS, one winner of a race, terms) are never skippable.
  */

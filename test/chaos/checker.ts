@@ -1,5 +1,5 @@
 /**
- * The safety checker (DESIGN.md §3), over what the candidates believed and did:
+ * The safety checker (docs/design.md §3), over what the candidates believed and did:
  *
  * 1. One holder per term: each term was won by one candidate instance, and every record the store
  *    applied with a holder names one holder per term.
