@@ -19,14 +19,16 @@ export async function serveCommand(o: ServeCliOptions, io: CliIo): Promise<numbe
     import("../runtime/config.js"),
     import("../runtime/node.js"),
   ]);
-  const started = await startServer(readServerConfig(io.env, "serve", o.flags), { log: (line) => io.say(line) });
-  const { server } = started;
-  if (o.json) io.out(JSON.stringify({ url: server.url, port: server.port, auth: server.auth }));
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  // Listening for the signals before the address is printed: a supervisor (or a test) may stop
+  // the server the moment it reads the address.
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
-  io.say(`${signal}: shutting down`);
+  const started = await startServer(readServerConfig(io.env, "serve", o.flags), { log: (line) => io.say(line) });
+  const { server } = started;
+  if (o.json) io.out(JSON.stringify({ url: server.url, port: server.port, auth: server.auth }));
+  io.say(`${await signal}: shutting down`);
   await started.close();
   return 0;
 }

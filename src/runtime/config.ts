@@ -95,7 +95,9 @@ export function envChoice<const T extends string>(choices: readonly T[], meaning
 /** Text matching `pattern`, described by `what` in the message. */
 export function envMatching(pattern: RegExp, what: string) {
   return envField((text) =>
-    pattern.test(text) ? { ok: true, value: text } : { ok: false, message: `expected ${what}, got ${JSON.stringify(text)}` },
+    pattern.test(text)
+      ? { ok: true, value: text }
+      : { ok: false, message: `expected ${what}, got ${JSON.stringify(text)}` },
   );
 }
 
@@ -167,7 +169,8 @@ const NO_LISTENER: Partial<Record<Entry, string>> = {
   lambda: "a Lambda function does not listen on a port: API Gateway or its Function URL invokes it",
   worker: "a Worker does not listen on a port: Cloudflare routes requests to it",
 };
-const NO_STREAMING = "watch streams need response streaming, which the buffered Lambda integration lacks (serve /watch from Node or Workers)";
+const NO_STREAMING =
+  "watch streams need response streaming, which the buffered Lambda integration lacks (serve /watch from Node or Workers)";
 
 /** Where a variable cannot work, and why: setting it there is refused with this reason. */
 export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, string>>>> = {
@@ -282,9 +285,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
   const warnings = unknownVariableWarnings(env);
 
   const listen =
-    entry === "node" || entry === "serve"
-      ? { host: v.HOST ?? DEFAULT_HOST, port: v.PORT ?? DEFAULT_PORT }
-      : undefined;
+    entry === "node" || entry === "serve" ? { host: v.HOST ?? DEFAULT_HOST, port: v.PORT ?? DEFAULT_PORT } : undefined;
 
   const store = chooseStore(v, entry, flags, problems, warnings);
   const auth = resolveAuth(
@@ -495,7 +496,11 @@ export function resolveAuth(input: AuthInputs, names: AuthNames): { auth: AuthMo
     issue: {
       path: names.tokens,
       message: `${where}: set ${names.tokens}, or ${names.insecureHint} if you really mean it${
-        input.entry === "lambda" ? " (behind IAM auth only)" : input.entry === "worker" ? " (throwaway deployments only)" : ""
+        input.entry === "lambda"
+          ? " (behind IAM auth only)"
+          : input.entry === "worker"
+            ? " (throwaway deployments only)"
+            : ""
       }`,
     },
   };

@@ -10,8 +10,8 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
-import { LeaseValidationError } from "../errors.js";
 import type { Clock } from "../clock.js";
+import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type AuthMode, authConfig, readServerConfig, resolveAuth, type ServerConfig, startupLine } from "./config.js";
@@ -125,22 +125,24 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 }
 
 /** `npm start`: the environment's configuration; resolves once listening. */
-export async function start(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<StartedServer> {
+export async function start(
+  env: Record<string, string | undefined>,
+  options: StartOptions = {},
+): Promise<StartedServer> {
   return startServer(readServerConfig(env, "node"), options);
 }
 
 export async function main(env: Record<string, string | undefined> = process.env): Promise<void> {
+  // Listening for the signals before the start-up line is printed: a supervisor may stop the
+  // server the moment it reads it. A second signal gets the default action (exit at once).
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
   const started = await start(env);
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    console.error(`leasehold: ${signal}: shutting down`);
-    await started.close();
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+  console.error(`leasehold: ${await signal}: shutting down`);
+  await started.close();
+  process.exit(0);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

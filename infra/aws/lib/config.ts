@@ -16,13 +16,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import {
-  envChoice,
-  envMatching,
-  envText,
-  readVariables,
-  serverFields,
-} from "../../../src/runtime/config.js";
+import { envChoice, envMatching, envText, readVariables, serverFields } from "../../../src/runtime/config.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
@@ -36,7 +30,10 @@ const deploySettings = z.looseObject({
   LEASEHOLD_LAMBDA_NODE: envChoice(["20", "22", "24"]),
   LEASEHOLD_LAMBDA_DIR: envText,
   // CloudFormation: a letter, then letters, digits and hyphens, at most 128 characters.
-  LEASEHOLD_STACK_NAME: envMatching(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, "a stack name (a letter, then letters, digits, -)"),
+  LEASEHOLD_STACK_NAME: envMatching(
+    /^[A-Za-z][A-Za-z0-9-]{0,127}$/,
+    "a stack name (a letter, then letters, digits, -)",
+  ),
   CDK_DEFAULT_ACCOUNT: envText,
   CDK_DEFAULT_REGION: envText,
 });
