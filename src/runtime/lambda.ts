@@ -18,7 +18,7 @@ import { authConfig, readServerConfig, startupLine } from "./config.js";
 type Handler = ReturnType<typeof handle>;
 
 export interface HandlerOptions {
-  /** Where the start-up line and warnings go. Default: console (the function's log). */
+  /** Where the start-up line and warnings go. Default: console.info (the function's log, level INFO). */
   log?: (line: string) => void;
   /** For tests. */
   clock?: Clock;
@@ -28,7 +28,7 @@ export async function createHandler(
   env: Record<string, string | undefined>,
   options: HandlerOptions = {},
 ): Promise<Handler> {
-  const log = options.log ?? ((line: string) => console.log(`leasehold: ${line}`));
+  const log = options.log ?? ((line: string) => console.info(`leasehold: ${line}`));
   const config = readServerConfig(env, "lambda");
   if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
   for (const warning of config.warnings) log(`warning: ${warning}`);
