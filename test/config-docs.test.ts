@@ -15,8 +15,14 @@ const readme = readFileSync(join(root, "README.md"), "utf8");
 
 function table(): Map<string, Record<string, string>> {
   const section = readme.slice(readme.indexOf("## Server configuration"));
-  const lines = section.split("\n").filter((l) => l.startsWith("| "));
-  const header = lines[0]!.split("|").slice(1, -1).map((c) => c.trim());
+  const all = section.split("\n");
+  const start = all.findIndex((l) => l.startsWith("| variable |"));
+  const end = all.findIndex((l, i) => i > start && !l.startsWith("| "));
+  const lines = all.slice(start, end);
+  const header = lines[0]!
+    .split("|")
+    .slice(1, -1)
+    .map((c) => c.trim());
   const rows = new Map<string, Record<string, string>>();
   for (const line of lines.slice(2)) {
     const cells = line.split(" | ").map((c) => c.replace(/^\| |\s*\|$/g, "").trim());
