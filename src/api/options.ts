@@ -43,12 +43,12 @@ export function expectation(bounds: Bounds): string {
 function bounded(bounds: Bounds) {
   return z.unknown().superRefine((value, ctx) => {
     if (typeof value !== "number" || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
-      ctx.addIssue({ code: "custom", message: `${expectation(bounds)}, got ${describe(value)}` });
+      ctx.addIssue({ code: "custom", message: `${expectation(bounds)}, got ${written(value)}` });
     }
   });
 }
 
-function describe(value: unknown): string {
+function written(value: unknown): string {
   if (typeof value === "number") return String(value); // NaN, Infinity, -1, 1.5 as written
   if (typeof value === "string") return JSON.stringify(value);
   return value === null ? "null" : typeof value;
