@@ -9,7 +9,7 @@
  * Rules every entry shares:
  * - Unset and "" mean the same (an empty `FOO=` line in an env file is common).
  * - A bad value refuses to start with the variable's name, the value (never a secret's) and what
- *   was expected; nothing is guessed or coerced.
+ *   was expected; nothing is guessed (a number binding of a Worker counts as its digits).
  * - A variable an entry cannot honour (PORT on Lambda, LEASEHOLD_DB on the Worker, ...) is refused
  *   there with the reason. No platform sets these names itself, so refusing never trips over the
  *   platform's own variables.
@@ -20,10 +20,22 @@
  * Runtime-neutral: no Node API here; it runs inside the Worker and the Lambda bundle too.
  */
 import { z } from "zod";
-import { type AuthConfig, parseTokens, type TokenScope } from "../api/auth.js";
-import { APP_OPTION_BOUNDS, type Bounds, expectation } from "../api/options.js";
+import { APP_OPTION_BOUNDS, type Bounds } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
-import { parseStoreUrl, type StoreUrl } from "../open-store.js";
+import type { StoreUrl } from "../open-store.js";
+import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
+import {
+  type Env,
+  envChoice,
+  envMatching,
+  envSqlitePath,
+  envStoreUrl,
+  envText,
+  envTokens,
+  envWholeNumber,
+} from "./env-fields.js";
+
+export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
 
 /** The entries that read the server configuration. */
 export type Entry = "node" | "serve" | "lambda" | "worker";
@@ -40,99 +52,6 @@ export const DEFAULT_DB = "./data/leasehold.db";
 export const DEFAULT_PORT = 8787;
 export const DEFAULT_HOST = "127.0.0.1";
 const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };
-
-// ---------------------------------------------------------------------------------------------
-// Field schemas: one per kind of value, shared with infra/aws's deploy settings.
-
-function kindOf(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}
-
-/**
- * A variable's text. Unset and "" both mean unset; a number (a wrangler `[vars]` entry written
- * without quotes arrives as one) counts as its decimal digits; anything else is refused.
- */
-export const envText = z.preprocess(
-  (value) => (value === undefined || value === "" ? undefined : typeof value === "number" ? String(value) : value),
-  z.string({ error: (issue) => `expected a string, got ${kindOf(issue.input)}` }).optional(),
-);
-
-type Parse<T> = (value: string) => { ok: true; value: T } | { ok: false; message: string };
-
-/** A variable read by `parse`; unset stays undefined. */
-export function envField<T>(parse: Parse<T>) {
-  return envText.transform((value, ctx): T | undefined => {
-    if (value === undefined) return undefined;
-    const result = parse(value);
-    if (result.ok) return result.value;
-    ctx.addIssue({ code: "custom", message: result.message });
-    return z.NEVER;
-  });
-}
-
-/** A whole number within `bounds`: "expected a whole number of milliseconds 0-60000, got "1s"". */
-export function envWholeNumber(bounds: Bounds) {
-  return envField((text) => {
-    const n = Number(text);
-    return /^\d+$/.test(text) && n >= bounds.min && n <= bounds.max
-      ? { ok: true, value: n }
-      : { ok: false, message: `${expectation(bounds)}, got ${JSON.stringify(text)}` };
-  });
-}
-
-/** One of a few words. */
-export function envChoice<const T extends string>(choices: readonly T[], meaning = "") {
-  const list = choices.map((c) => JSON.stringify(c)).join(" or ");
-  return envField((text) =>
-    (choices as readonly string[]).includes(text)
-      ? { ok: true, value: text as T }
-      : { ok: false, message: `expected ${list}${meaning}, got ${JSON.stringify(text)}` },
-  );
-}
-
-/** Text matching `pattern`, described by `what` in the message. */
-export function envMatching(pattern: RegExp, what: string) {
-  return envField((text) =>
-    pattern.test(text)
-      ? { ok: true, value: text }
-      : { ok: false, message: `expected ${what}, got ${JSON.stringify(text)}` },
-  );
-}
-
-/** LEASEHOLD_TOKENS: the API's own parser; messages point into the array, never echo a token. */
-export const envTokens = envField<TokenScope[]>((text) => {
-  let tokens: TokenScope[];
-  try {
-    tokens = parseTokens(text);
-  } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
-    const where = (path: string) => (path === "" ? "" : `${path.replace(/^(\d+)/, "[$1]")}: `);
-    return { ok: false, message: error.issues.map((i) => `${where(i.path)}${i.message}`).join("; ") };
-  }
-  if (tokens.length === 0) return { ok: false, message: "expected at least one token, got []" };
-  return { ok: true, value: tokens };
-});
-
-/** A store URL, described by the URL parser (which names the wrong part; the URL is not echoed). */
-const envStoreUrl = envField<StoreUrl & { url: string }>((text) => {
-  try {
-    return { ok: true, value: { ...parseStoreUrl(text), url: text } };
-  } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
-    return { ok: false, message: error.issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ") };
-  }
-});
-
-const envSqlitePath = envField((text) => {
-  try {
-    parseStoreUrl(`sqlite:${text}`);
-    return { ok: true, value: text };
-  } catch {
-    return { ok: false, message: `expected a file path such as ./data/leasehold.db, got ${JSON.stringify(text)}` };
-  }
-});
 
 // ---------------------------------------------------------------------------------------------
 // The variables.
@@ -211,13 +130,6 @@ export type StoreChoice =
   /** The Worker without LEASEHOLD_STORE: its LEASES Durable Object namespace. */
   | { kind: "durable-objects" };
 
-export type AuthMode =
-  | { mode: "tokens"; tokens: TokenScope[] }
-  /** No tokens, bound to loopback: the default of `npm start` and `leasehold serve`. */
-  | { mode: "none"; because: "loopback"; host: string }
-  /** Explicitly off: `flag` is how it was asked for (LEASEHOLD_INSECURE_NO_AUTH=1, --insecure-no-auth). */
-  | { mode: "none"; because: "insecure-flag"; flag: string };
-
 export interface ServerConfig {
   entry: Entry;
   /** `npm start` and `leasehold serve` only. */
@@ -242,14 +154,20 @@ export interface ServeFlags {
   insecureNoAuth?: boolean;
 }
 
+/** How to turn auth off on each entry, for the message refusing to run without tokens. */
+const INSECURE_HINT: Record<Entry, string> = {
+  node: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it",
+  serve: "--insecure-no-auth (or LEASEHOLD_INSECURE_NO_AUTH=1) if you really mean it",
+  lambda: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it (behind IAM auth only)",
+  worker: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it (throwaway deployments only)",
+};
+
 const FLAG_OF = {
   LEASEHOLD_STORE: "--store",
   HOST: "--host",
   PORT: "--port",
   LEASEHOLD_INSECURE_NO_AUTH: "--insecure-no-auth",
 } as const;
-
-type Env = Readonly<Record<string, unknown>>;
 
 /**
  * Reads the server configuration of `entry` from `env`. Throws `LeaseValidationError`
@@ -289,12 +207,16 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
 
   const store = chooseStore(v, entry, flags, problems, warnings);
   const auth = resolveAuth(
-    { tokens: v.LEASEHOLD_TOKENS, insecure: v.LEASEHOLD_INSECURE_NO_AUTH === "1", host: listen?.host, entry },
+    {
+      tokens: v.LEASEHOLD_TOKENS,
+      insecure: v.LEASEHOLD_INSECURE_NO_AUTH === "1",
+      host: listen?.host,
+      server: ENTRY_NAMES[entry],
+    },
     {
       tokens: "LEASEHOLD_TOKENS",
       insecure: flags.insecureNoAuth ? "--insecure-no-auth" : "LEASEHOLD_INSECURE_NO_AUTH=1",
-      insecureHint:
-        entry === "serve" ? "--insecure-no-auth (or LEASEHOLD_INSECURE_NO_AUTH=1)" : "LEASEHOLD_INSECURE_NO_AUTH=1",
+      insecureHint: INSECURE_HINT[entry],
     },
   );
   if ("issue" in auth) problems.push(auth.issue);
@@ -441,92 +363,6 @@ function chooseStore(
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Auth: one rule for the environment and for the library's serve().
-
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
-
-export function isLoopback(host: string): boolean {
-  return LOOPBACK.test(host);
-}
-
-export interface AuthInputs {
-  tokens: TokenScope[] | undefined;
-  insecure: boolean;
-  /** The address bound; undefined where nothing is bound (Lambda, Worker): no loopback default there. */
-  host: string | undefined;
-  entry?: Entry;
-}
-
-export interface AuthNames {
-  /** How the tokens were given (LEASEHOLD_TOKENS, or `tokens` for a library caller). */
-  tokens: string;
-  /** How auth was turned off (LEASEHOLD_INSECURE_NO_AUTH=1, --insecure-no-auth, insecureNoAuth). */
-  insecure: string;
-  /** What to tell a user who has neither. */
-  insecureHint: string;
-}
-
-/**
- * Tokens: auth on. The insecure flag: auth off, and refused together with tokens (which would be
- * meant to protect something). Neither: off only when bound to loopback; refused elsewhere and on
- * Lambda and Workers, which are reachable by anyone.
- */
-export function resolveAuth(input: AuthInputs, names: AuthNames): { auth: AuthMode } | { issue: FieldIssue } {
-  const tokens = input.tokens && input.tokens.length > 0 ? input.tokens : undefined;
-  if (tokens && input.insecure) {
-    const n = tokens.length;
-    return {
-      issue: {
-        path: names.tokens,
-        message: `${n} token${n === 1 ? "" : "s"} given together with ${names.insecure}: tokens ask for auth, the flag turns it off; unset one of them`,
-      },
-    };
-  }
-  if (tokens) return { auth: { mode: "tokens", tokens } };
-  if (input.insecure) return { auth: { mode: "none", because: "insecure-flag", flag: names.insecure } };
-  if (input.host !== undefined && isLoopback(input.host)) {
-    return { auth: { mode: "none", because: "loopback", host: input.host } };
-  }
-  const where =
-    input.host !== undefined
-      ? `refusing to serve on ${input.host} without tokens`
-      : `not set: ${input.entry ? ENTRY_NAMES[input.entry] : "the API"} is reachable by anyone, so it needs tokens`;
-  return {
-    issue: {
-      path: names.tokens,
-      message: `${where}: set ${names.tokens}, or ${names.insecureHint} if you really mean it${
-        input.entry === "lambda"
-          ? " (behind IAM auth only)"
-          : input.entry === "worker"
-            ? " (throwaway deployments only)"
-            : ""
-      }`,
-    },
-  };
-}
-
-/** What createApp takes. */
-export function authConfig(auth: AuthMode): AuthConfig {
-  return auth.mode === "tokens" ? { tokens: auth.tokens } : { insecureNoAuth: true };
-}
-
-/** The auth mode in words, with the tokens' names and scopes but never a token. */
-export function describeAuth(auth: AuthMode): string {
-  if (auth.mode === "tokens") {
-    const scopes = auth.tokens.map((t, i) => {
-      const prefixes = t.prefixes.map((p) => (p === "" ? "all leases" : JSON.stringify(p))).join(", ");
-      return `${t.name ?? `#${i + 1}`}: ${t.verbs.join("+")} on ${prefixes}`;
-    });
-    const n = auth.tokens.length;
-    return `${n} token${n === 1 ? "" : "s"} (${scopes.join("; ")})`;
-  }
-  if (auth.because === "loopback") {
-    return `none, because LEASEHOLD_TOKENS is unset and the server is bound to loopback ${auth.host} (any local process can take any lease)`;
-  }
-  return `none, because of ${auth.flag} (anyone who can reach this server can take any lease)`;
-}
-
 /** The one line every entry logs when it starts: where, which store, the real auth mode, the settings. */
 export function startupLine(config: ServerConfig, where: string): string {
   const store =
@@ -563,17 +399,4 @@ function editDistance(a: string, b: string): number {
     previous = row;
   }
   return previous[b.length]!;
-}
-
-/**
- * Parses `env` with a schema of variables (infra/aws's deploy settings use this with the fields
- * above); throws `LeaseValidationError(what, ...)` naming each variable that is wrong.
- */
-export function readVariables<S extends z.ZodType>(what: string, schema: S, env: Env): z.output<S> {
-  const result = schema.safeParse(env);
-  if (result.success) return result.data;
-  throw new LeaseValidationError(
-    what,
-    result.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
-  );
 }

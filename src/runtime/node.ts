@@ -42,7 +42,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const resolved = resolveAuth(
     { tokens: options.tokens, insecure: options.insecureNoAuth === true, host },
-    { tokens: "tokens", insecure: "insecureNoAuth", insecureHint: "insecureNoAuth: true" },
+    { tokens: "tokens", insecure: "insecureNoAuth", insecureHint: "insecureNoAuth: true if you really mean it" },
   );
   if ("issue" in resolved) throw new LeaseValidationError("serve options", [resolved.issue]);
   return listen(options, host, resolved.auth);

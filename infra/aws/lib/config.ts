@@ -16,7 +16,8 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { envChoice, envMatching, envText, readVariables, serverFields } from "../../../src/runtime/config.js";
+import { serverFields } from "../../../src/runtime/config.js";
+import { envChoice, envMatching, envText, readVariables } from "../../../src/runtime/env-fields.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
