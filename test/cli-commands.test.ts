@@ -1,14 +1,20 @@
 /**
  * The other `leasehold` commands and the error contract, through the real binary: status, watch,
- * release, serve, usage errors (exit 2) and bad store URLs.
+ * release, serve, usage errors (exit 2) and bad store URLs. `serve` reads the same variables as
+ * `npm start` (src/runtime/config.ts): each one is checked here through the binary, with the flags
+ * that override them.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Storage } from "@google-cloud/storage";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type LeaseRecord, newWriteId, type Stored } from "../src/lease.js";
+import { serve } from "../src/runtime/node.js";
+import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { CliProcesses, repo, until } from "./support/cli-processes.js";
+import { type Cli, CliProcesses, repo, until } from "./support/cli-processes.js";
+import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-cmd-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -287,5 +293,214 @@ describe.runIf(nodeRuntime)("serve", () => {
 
     server.child.kill("SIGTERM");
     expect((await server.exited).code).toBe(0);
+  });
+});
+
+const SERVE_TOKEN = "serve-env-token-0123456789";
+const SERVE_TOKENS = JSON.stringify([
+  { name: "ci", token: SERVE_TOKEN, prefixes: ["jobs/"], verbs: ["read", "write"] },
+]);
+/** Every server variable unset unless a test sets it: the parent's environment must not leak in. */
+const NO_SERVER_VARIABLES = {
+  PORT: "",
+  HOST: "",
+  LEASEHOLD_DB: "",
+  LEASEHOLD_TOKENS: "",
+  LEASEHOLD_INSECURE_NO_AUTH: "",
+  LEASEHOLD_MAX_SKEW_MS: "",
+  LEASEHOLD_WATCH_POLL_MS: "",
+  LEASEHOLD_HEARTBEAT_MS: "",
+  LEASEHOLD_TOKEN: "",
+  AWS_REGION: "",
+  AWS_DEFAULT_REGION: "",
+};
+
+describe.runIf(nodeRuntime).concurrent("serve refuses a bad configuration: one line naming it, exit 2", () => {
+  const quick = new CliProcesses(NO_SERVER_VARIABLES);
+  afterAll(() => quick.killAll());
+  const db = () => join(root, `refused-${n++}.db`);
+
+  it.each([
+    [
+      "LEASEHOLD_MAX_SKEW_MS=abc",
+      [],
+      { LEASEHOLD_MAX_SKEW_MS: "abc" },
+      'LEASEHOLD_MAX_SKEW_MS: expected a whole number of milliseconds 0-60000, got "abc"',
+    ],
+    [
+      "LEASEHOLD_TOKENS with LEASEHOLD_INSECURE_NO_AUTH=1",
+      [],
+      { LEASEHOLD_TOKENS: SERVE_TOKENS, LEASEHOLD_INSECURE_NO_AUTH: "1" },
+      "LEASEHOLD_TOKENS: 1 token given together with LEASEHOLD_INSECURE_NO_AUTH=1: tokens ask for auth, the flag turns it off",
+    ],
+    [
+      "LEASEHOLD_TOKENS with --insecure-no-auth",
+      ["--insecure-no-auth"],
+      { LEASEHOLD_TOKENS: SERVE_TOKENS },
+      "LEASEHOLD_TOKENS: 1 token given together with --insecure-no-auth",
+    ],
+    [
+      "HOST=0.0.0.0 without tokens",
+      [],
+      { HOST: "0.0.0.0" },
+      "LEASEHOLD_TOKENS: refusing to serve on 0.0.0.0 without tokens: set LEASEHOLD_TOKENS, or --insecure-no-auth (or LEASEHOLD_INSECURE_NO_AUTH=1)",
+    ],
+    [
+      "LEASEHOLD_STORE with LEASEHOLD_DB",
+      [],
+      { LEASEHOLD_STORE: "memory:" },
+      "LEASEHOLD_DB: contradicts LEASEHOLD_STORE",
+    ],
+    ["PORT=http", [], { PORT: "http" }, 'PORT: expected a port number 0-65535, got "http"'],
+    ["--host beyond loopback without tokens", ["--host", "0.0.0.0"], {}, "refusing to serve on 0.0.0.0 without tokens"],
+  ] as const)("%s", async (_, args, env, message) => {
+    const result = await quick.run(["serve", ...args], { PORT: "0", LEASEHOLD_DB: db(), ...env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^leasehold: invalid server configuration: /);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stdout).toBe("");
+  });
+});
+
+describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
+  const servers = new CliProcesses(NO_SERVER_VARIABLES);
+  afterEach(() => servers.killAll());
+  const db = () => join(root, `serve-${n++}.db`);
+
+  /** Starts `leasehold serve --json` and waits for its address and its start-up line. */
+  async function startServe(
+    args: string[],
+    env: Record<string, string>,
+  ): Promise<{ cli: Cli; url: string; line: string }> {
+    const cli = servers.start(["serve", "--json", ...args], env);
+    const { url } = await until("the listening address", () => {
+      const first = cli.stdout().split("\n")[0];
+      return first ? (JSON.parse(first) as { url: string }) : undefined;
+    });
+    const line = await until("the start-up line", () =>
+      cli
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes(" API on ")),
+    );
+    return { cli, url, line };
+  }
+  async function stop(cli: Cli): Promise<void> {
+    cli.child.kill("SIGTERM");
+    expect((await cli.exited).code).toBe(0);
+  }
+  const acquire = (url: string, name: string, token?: string) =>
+    fetch(`${url}/v1/leases/${encodeURIComponent(name)}/acquire`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify({ holder: "h", leaseMs: 5000 }),
+    });
+
+  it("PORT, LEASEHOLD_DB, LEASEHOLD_TOKENS, LEASEHOLD_MAX_SKEW_MS, LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS", async () => {
+    const path = db();
+    const { cli, url, line } = await startServe([], {
+      PORT: "0",
+      LEASEHOLD_DB: path,
+      LEASEHOLD_TOKENS: SERVE_TOKENS,
+      LEASEHOLD_MAX_SKEW_MS: "5000",
+      LEASEHOLD_WATCH_POLL_MS: "300",
+      LEASEHOLD_HEARTBEAT_MS: "200",
+    });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(url).not.toContain(":8787");
+    expect(line).toBe(
+      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200`,
+    );
+    expect(cli.stderr()).not.toContain(SERVE_TOKEN);
+    // LEASEHOLD_TOKENS: a token is required, and the lease lands in LEASEHOLD_DB.
+    expect((await acquire(url, "jobs/a")).status).toBe(401);
+    expect((await acquire(url, "jobs/a", SERVE_TOKEN)).status).toBe(200);
+    const direct = new SqliteStore({ path });
+    expect((await direct.get("jobs/a"))?.record).toMatchObject({ holder: "h" });
+    await direct.close();
+    // LEASEHOLD_MAX_SKEW_MS: a writer's acquiredAt 4 s ahead passes the 5 s bound (the default 1 s refuses it).
+    const put = await fetch(`${url}/v1/leases/${encodeURIComponent("jobs/ahead")}`, {
+      method: "PUT",
+      headers: { "content-type": "application/json", "if-none-match": "*", authorization: `Bearer ${SERVE_TOKEN}` },
+      body: JSON.stringify({
+        holder: "h",
+        term: 1,
+        leaseMs: 5000,
+        metadata: {},
+        writeId: "w1",
+        acquiredAt: Date.now() + 4000,
+      }),
+    });
+    expect(put.status).toBe(201);
+    await stop(cli);
+  });
+
+  it("HOST with LEASEHOLD_INSECURE_NO_AUTH=1: no auth beyond loopback, and the line says why", async () => {
+    const { cli, url, line } = await startServe([], {
+      PORT: "0",
+      LEASEHOLD_DB: db(),
+      HOST: "0.0.0.0",
+      LEASEHOLD_INSECURE_NO_AUTH: "1",
+    });
+    expect(url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
+    expect(line).toContain("auth: none, because of LEASEHOLD_INSECURE_NO_AUTH=1");
+    expect((await acquire(url.replace("0.0.0.0", "127.0.0.1"), "jobs/open")).status).toBe(200);
+    await stop(cli);
+  });
+
+  it("the flags override the variables: --port, --host, --store, --insecure-no-auth", async () => {
+    const flagged = db();
+    const { cli, url, line } = await startServe(
+      ["--port", "0", "--host", "127.0.0.1", "--store", `sqlite:${flagged}`, "--insecure-no-auth"],
+      { PORT: "1", HOST: "0.0.0.0", LEASEHOLD_STORE: `sqlite:${db()}`, LEASEHOLD_INSECURE_NO_AUTH: "0" },
+    );
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(line).toContain(`store sqlite:${flagged} (--store); auth: none, because of --insecure-no-auth`);
+    await stop(cli);
+  });
+
+  it("LEASEHOLD_STORE with LEASEHOLD_TOKEN: an http(s):// store and the token it is sent", async () => {
+    const backing = new MemoryStore();
+    const api = await serve({ store: backing, port: 0, tokens: JSON.parse(SERVE_TOKENS) });
+    try {
+      const { cli, url, line } = await startServe([], {
+        PORT: "0",
+        LEASEHOLD_STORE: `${api.url}/`,
+        LEASEHOLD_TOKEN: SERVE_TOKEN,
+      });
+      expect(line).toContain(`store ${api.url}/;`);
+      expect((await acquire(url, "jobs/proxied")).status).toBe(200);
+      expect((await backing.get("jobs/proxied"))?.record).toMatchObject({ holder: "h" });
+      await stop(cli);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it.each(["AWS_REGION", "AWS_DEFAULT_REGION"])("%s: the DynamoDB region when the URL has none", async (variable) => {
+    const table = await createLeaseTable(dynamoClient(testEndpoint()));
+    const { cli, url } = await startServe([], {
+      PORT: "0",
+      LEASEHOLD_STORE: `dynamodb://${table}?endpoint=${encodeURIComponent(testEndpoint())}`,
+      [variable]: "us-east-1",
+      AWS_ACCESS_KEY_ID: "leasehold-test",
+      AWS_SECRET_ACCESS_KEY: "leasehold-test",
+    });
+    expect((await acquire(url, "jobs/dynamo")).status).toBe(200);
+    await stop(cli);
+  });
+
+  it("GOOGLE_CLOUD_PROJECT: the GCS project when the URL has none", async () => {
+    const endpoint = process.env.GCS_ENDPOINT!;
+    const bucket = `serve-env-${Date.now().toString(36)}`;
+    await new Storage({ apiEndpoint: endpoint, projectId: "leasehold-test" }).createBucket(bucket);
+    const { cli, url } = await startServe([], {
+      PORT: "0",
+      LEASEHOLD_STORE: `gcs://${bucket}/leases/?endpoint=${endpoint}`,
+      GOOGLE_CLOUD_PROJECT: "leasehold-test",
+    });
+    expect((await acquire(url, "jobs/gcs")).status).toBe(200);
+    await stop(cli);
   });
 });

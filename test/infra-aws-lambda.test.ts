@@ -26,6 +26,8 @@ const dir = mkdtempSync(join(tmpdir(), "leasehold-lambda-"));
 const client = dynamoClient(testEndpoint());
 const TOKEN = "smoke-token-0123456789abcdef";
 let table = "";
+/** What the handler logged during the last invoke(). */
+let logged = "";
 
 // Invokes the bundled handler once per event, in order, in one cold-started Node process.
 const DRIVER = `
@@ -33,7 +35,8 @@ import { handler } from "./index.js";
 const events = JSON.parse(process.argv[2]);
 const replies = [];
 for (const e of events) replies.push(await handler(e, {}));
-process.stdout.write(JSON.stringify(replies));
+// After whatever the handler logged (its start-up line goes to stdout, as console.info does on Lambda).
+process.stdout.write("\\nREPLIES " + JSON.stringify(replies));
 `;
 
 beforeAll(async () => {
@@ -58,7 +61,9 @@ async function invoke(...events: unknown[]): Promise<Reply[]> {
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
     },
   });
-  return JSON.parse(stdout) as Reply[];
+  const at = stdout.lastIndexOf("\nREPLIES ");
+  logged = stdout.slice(0, at);
+  return JSON.parse(stdout.slice(at + "\nREPLIES ".length)) as Reply[];
 }
 
 function event(method: string, path: string, body?: unknown, token = TOKEN) {
@@ -103,6 +108,8 @@ describe("infra/aws: the bundled Lambda handler against dynalite", () => {
     expect(read?.statusCode).toBe(200);
     expect(read?.body).toContain('"holder":"a"');
     expect(taken?.statusCode).toBe(409);
+    expect(logged).toContain(`leasehold: API on Lambda (function); store dynamodb://${table}?region=us-east-1`);
+    expect(logged).toContain("auth: 1 token (#1: read+write on all leases); maxSkewMs 1000");
     // The item is where the library's own store finds it.
     expect((await new DynamoDbStore({ client, table }).get(name))?.record).toMatchObject({ holder: "a", term: 1 });
   });

@@ -8,8 +8,9 @@ import { join } from "node:path";
 import { App } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
-import { propsFromEnv } from "../infra/aws/lib/config.js";
+import { propsFromEnv, stackNameFromEnv } from "../infra/aws/lib/config.js";
 import { LeaseholdStack, type LeaseholdStackProps } from "../infra/aws/lib/leasehold-stack.js";
+import { readServerConfig } from "../src/runtime/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-cdk-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -127,6 +128,42 @@ describe("infra/aws: the CDK stack", () => {
     const iam = synth({ authType: "AWS_IAM", tokens: undefined as never });
     iam.hasResourceProperties("AWS::Lambda::Url", { AuthType: "AWS_IAM" });
     iam.resourceCountIs("AWS::Lambda::Permission", 0);
+    // The app then runs without tokens, which it must be told explicitly or it refuses every call.
+    iam.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: { Variables: Match.objectLike({ LEASEHOLD_INSECURE_NO_AUTH: "1" }) },
+    });
+  });
+
+  it("gives the function an environment the Lambda entry accepts, with the auth mode meant", () => {
+    const started = (t: Template) => {
+      const fn = Object.values(t.findResources("AWS::Lambda::Function"))[0] as {
+        Properties: { Environment: { Variables: Record<string, unknown> } };
+      };
+      const variables = { ...fn.Properties.Environment.Variables } as Record<string, string>;
+      // Deploy-time values: the table name (a CloudFormation reference) and Lambda's own AWS_REGION.
+      variables.LEASEHOLD_STORE = "dynamodb://leasehold-leases";
+      return readServerConfig({ ...variables, AWS_REGION: "eu-west-1" }, "lambda");
+    };
+    expect(started(template).auth).toMatchObject({ mode: "tokens", tokens: [{ prefixes: ["jobs/"] }] });
+    expect(started(synth({ authType: "AWS_IAM", tokens: undefined as never })).auth).toEqual({
+      mode: "none",
+      because: "insecure-flag",
+      flag: "LEASEHOLD_INSECURE_NO_AUTH=1",
+    });
+    expect(started(synth({ maxSkewMs: 2500 })).app).toEqual({ maxSkewMs: 2500 });
+  });
+
+  it("refuses at synth what the function would refuse at its first call, naming the variable", () => {
+    expect(() => synth({ maxSkewMs: Number.NaN })).toThrow(
+      'LEASEHOLD_MAX_SKEW_MS: expected a whole number of milliseconds 0-60000, got "NaN"',
+    );
+    expect(() => synth({ maxSkewMs: -1 })).toThrow(
+      'LEASEHOLD_MAX_SKEW_MS: expected a whole number of milliseconds 0-60000, got "-1"',
+    );
+    expect(() => synth({ tokens: "[]" })).toThrow("LEASEHOLD_TOKENS: expected at least one token, got []");
+    expect(() => synth({ tokens: '[{"token":"short","prefixes":[""],"verbs":["read"]}]' })).toThrow(
+      "LEASEHOLD_TOKENS: [0].token: expected a token of at least 16 characters",
+    );
   });
 
   it("refuses a public URL without tokens", () => {
@@ -165,17 +202,40 @@ describe("infra/aws: settings from the environment", () => {
   });
 
   it("names the variable that is wrong", () => {
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_AUTH: "open" })).toThrow(/^LEASEHOLD_AUTH: expected/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "abc" })).toThrow(/LEASEHOLD_TOKENS: expected JSON/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_AUTH: "open" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_AUTH: expected "tokens" or "iam", got "open"$/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "abc" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_TOKENS: expected JSON/,
+    );
     expect(() =>
       propsFromEnv({ ...base, LEASEHOLD_TOKENS: '[{"token":"short","prefixes":[""],"verbs":["read"]}]' }),
     ).toThrow(/LEASEHOLD_TOKENS: .*at least 16 characters/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "[]" })).toThrow(/^LEASEHOLD_TOKENS: expected at least one/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "1s" })).toThrow(/^LEASEHOLD_MAX_SKEW_MS/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_TTL_ATTRIBUTE: "a b" })).toThrow(/^LEASEHOLD_TTL_ATTRIBUTE/);
-    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(/^LEASEHOLD_LAMBDA_NODE/);
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TOKENS: "[]" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_TOKENS: expected at least one/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "1s" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_MAX_SKEW_MS: expected a whole number of milliseconds 0-60000, got "1s"$/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_MAX_SKEW_MS: "60001" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_MAX_SKEW_MS/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_TTL_ATTRIBUTE: "a b" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_TTL_ATTRIBUTE/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_LAMBDA_NODE: expected "20" or "22" or "24", got "18"$/,
+    );
     expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_DIR: join(dir, "absent") })).toThrow(
       /index.js is missing: run `npx tsx bundle-lambda.ts`/,
+    );
+  });
+
+  it("LEASEHOLD_STACK_NAME: the stack's name, checked", () => {
+    expect(stackNameFromEnv({})).toBe("Leasehold");
+    expect(stackNameFromEnv({ LEASEHOLD_STACK_NAME: "Leases-Prod" })).toBe("Leases-Prod");
+    expect(() => stackNameFromEnv({ LEASEHOLD_STACK_NAME: "9 lives" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_STACK_NAME: expected a stack name/,
     );
   });
 });

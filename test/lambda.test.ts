@@ -1,24 +1,36 @@
 /**
  * The Lambda handler with real event shapes (API Gateway HTTP API v2 and a Function URL, both
- * payload format 2.0) against dynalite, through the DynamoDB store chosen by LEASEHOLD_STORE.
+ * payload format 2.0) against dynalite, through the DynamoDB store chosen by LEASEHOLD_STORE; and
+ * each variable the Lambda entry reads (or refuses), through its exported factory.
  */
+import { Storage } from "@google-cloud/storage";
 import type { LambdaContext as Context } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "../src/clock.js";
+import { LeaseValidationError } from "../src/errors.js";
 import { createHandler } from "../src/runtime/lambda.js";
+import { serve } from "../src/runtime/node.js";
+import { MemoryStore } from "../src/stores/memory.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const TOKEN = "lambda-token-0123456789abcdef";
 let handler: Awaited<ReturnType<typeof createHandler>>;
+let table = "";
+const logs: string[] = [];
+const log = (line: string) => logs.push(line);
 
 beforeAll(async () => {
   // Lambda hands the SDK its role's credentials through the process environment.
   vi.stubEnv("AWS_ACCESS_KEY_ID", "leasehold-test");
   vi.stubEnv("AWS_SECRET_ACCESS_KEY", "leasehold-test");
-  const table = await createLeaseTable(dynamoClient(testEndpoint()));
-  handler = await createHandler({
-    LEASEHOLD_STORE: `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`,
-    LEASEHOLD_TOKENS: JSON.stringify([{ token: TOKEN, prefixes: ["adapters/"], verbs: ["read", "write"] }]),
-  });
+  table = await createLeaseTable(dynamoClient(testEndpoint()));
+  handler = await createHandler(
+    {
+      LEASEHOLD_STORE: `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`,
+      LEASEHOLD_TOKENS: JSON.stringify([{ token: TOKEN, prefixes: ["adapters/"], verbs: ["read", "write"] }]),
+    },
+    { log },
+  );
 });
 afterAll(() => vi.unstubAllEnvs());
 
@@ -41,7 +53,7 @@ function event(
   kind: "http-api" | "function-url",
   method: string,
   rawPath: string,
-  options: { body?: unknown; token?: string | null; rawQueryString?: string } = {},
+  options: { body?: unknown; token?: string | null; rawQueryString?: string; headers?: Record<string, string> } = {},
 ) {
   const domainName =
     kind === "http-api"
@@ -65,6 +77,7 @@ function event(
       "x-forwarded-proto": "https",
       ...(body === undefined ? {} : { "content-type": "application/json", "content-length": String(body.length) }),
       ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...options.headers,
     },
     requestContext: {
       accountId: kind === "http-api" ? "123456789012" : "anonymous",
@@ -85,8 +98,8 @@ function event(
   };
 }
 
-async function invoke(e: ReturnType<typeof event>) {
-  const res = (await handler(e as never, context)) as {
+async function invoke(e: ReturnType<typeof event>, via = handler) {
+  const res = (await via(e as never, context)) as {
     statusCode: number;
     headers: Record<string, string>;
     body: string;
@@ -137,9 +150,132 @@ describe.each(["http-api", "function-url"] as const)("lambda handler (%s event)"
   });
 });
 
-describe("lambda configuration", () => {
-  it("refuses to start without a store or without tokens, saying what to set", async () => {
-    await expect(createHandler({})).rejects.toThrow(/LEASEHOLD_STORE is not set/);
-    await expect(createHandler({ LEASEHOLD_STORE: "memory:" })).rejects.toThrow(/LEASEHOLD_TOKENS is not set/);
+describe("lambda configuration: each variable the Lambda entry reads", () => {
+  const dynamo = () => `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`;
+  const tokens = JSON.stringify([{ name: "fn", token: TOKEN, prefixes: [""], verbs: ["read", "write"] }]);
+  const refusal = async (env: Record<string, string>) => {
+    const error = await createHandler(env, { log }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(LeaseValidationError);
+    return (error as Error).message;
+  };
+  const acquire = (name: string, token: string | null = TOKEN) =>
+    event("function-url", "POST", `/v1/leases/${encodeURIComponent(name)}/acquire`, {
+      body: { holder: "fn-a", leaseMs: 10_000 },
+      token,
+    });
+
+  it("LEASEHOLD_STORE: required, and a store each instance would keep to itself is refused", async () => {
+    expect(await refusal({ LEASEHOLD_TOKENS: tokens })).toContain(
+      "LEASEHOLD_STORE: not set: expected a shared store such as dynamodb://",
+    );
+    expect(await refusal({ LEASEHOLD_STORE: "memory:", LEASEHOLD_TOKENS: tokens })).toContain(
+      "LEASEHOLD_STORE: the memory store is refused on Lambda: each Lambda instance would keep its own leases",
+    );
+    expect(await refusal({ LEASEHOLD_STORE: "sqlite:/tmp/leases.db", LEASEHOLD_TOKENS: tokens })).toContain(
+      "LEASEHOLD_STORE: the sqlite store is refused on Lambda",
+    );
+  });
+
+  it("LEASEHOLD_TOKENS: required unless the insecure flag; the start-up line names scopes, never a token", async () => {
+    expect(await refusal({ LEASEHOLD_STORE: dynamo() })).toContain(
+      "LEASEHOLD_TOKENS: not set: the Lambda handler is reachable by anyone, so it needs tokens: set LEASEHOLD_TOKENS, or LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it (behind IAM auth only)",
+    );
+    logs.length = 0;
+    const via = await createHandler(
+      { LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, AWS_LAMBDA_FUNCTION_NAME: "leasehold-api" },
+      { log },
+    );
+    expect(logs).toEqual([
+      `API on Lambda (leasehold-api); store ${dynamo()}; auth: 1 token (fn: read+write on all leases); maxSkewMs 1000`,
+    ]);
+    expect((await invoke(acquire("jobs/tokens", null), via)).status).toBe(401);
+    expect((await invoke(acquire("jobs/tokens"), via)).status).toBe(200);
+  });
+
+  it("LEASEHOLD_INSECURE_NO_AUTH=1: no token needed, the line says why; with tokens it is refused", async () => {
+    logs.length = 0;
+    const via = await createHandler({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_INSECURE_NO_AUTH: "1" }, { log });
+    expect(logs[0]).toContain("auth: none, because of LEASEHOLD_INSECURE_NO_AUTH=1");
+    expect((await invoke(acquire("jobs/insecure", null), via)).status).toBe(200);
+    expect(
+      await refusal({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, LEASEHOLD_INSECURE_NO_AUTH: "1" }),
+    ).toContain("LEASEHOLD_TOKENS: 1 token given together with LEASEHOLD_INSECURE_NO_AUTH=1");
+  });
+
+  it("LEASEHOLD_MAX_SKEW_MS: the bound the server applies; a bad value refuses to start", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 2) });
+    const via = await createHandler(
+      { LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, LEASEHOLD_MAX_SKEW_MS: "5000" },
+      { log, clock },
+    );
+    const put = (name: string, acquiredAt: number) =>
+      invoke(
+        event("http-api", "PUT", `/v1/leases/${encodeURIComponent(name)}`, {
+          body: { holder: "h", term: 1, leaseMs: 5000, metadata: {}, writeId: "w1", acquiredAt },
+          headers: { "if-none-match": "*" },
+        }),
+        via,
+      );
+    expect((await put("jobs/skew-ok", clock.wallNow() + 5000)).status).toBe(201);
+    expect(await put("jobs/skew-far", clock.wallNow() + 5001)).toMatchObject({
+      status: 400,
+      body: { errors: [{ path: "acquiredAt" }] },
+    });
+    expect(
+      await refusal({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, LEASEHOLD_MAX_SKEW_MS: "abc" }),
+    ).toContain('LEASEHOLD_MAX_SKEW_MS: expected a whole number of milliseconds 0-60000, got "abc"');
+  });
+
+  it.each([
+    ["PORT", "8080", "a Lambda function does not listen on a port"],
+    ["HOST", "0.0.0.0", "a Lambda function does not listen on a port"],
+    ["LEASEHOLD_DB", "/tmp/leases.db", "each Lambda instance would have its own SQLite file"],
+    ["LEASEHOLD_WATCH_POLL_MS", "1000", "watch streams need response streaming"],
+    ["LEASEHOLD_HEARTBEAT_MS", "15000", "watch streams need response streaming"],
+  ])("%s is refused, saying why", async (name, value, why) => {
+    const message = await refusal({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, [name]: value });
+    expect(message).toContain(`${name}: not read by the Lambda handler: ${why}`);
+  });
+
+  it.each(["AWS_REGION", "AWS_DEFAULT_REGION"])("%s: the DynamoDB region when the URL has none", async (name) => {
+    const url = `dynamodb://${table}?endpoint=${encodeURIComponent(testEndpoint())}`;
+    const via = await createHandler({ LEASEHOLD_STORE: url, LEASEHOLD_TOKENS: tokens, [name]: "us-east-1" }, { log });
+    expect((await invoke(acquire(`jobs/${name.toLowerCase()}`), via)).status).toBe(200);
+    expect(await refusal({ LEASEHOLD_STORE: url, LEASEHOLD_TOKENS: tokens })).toContain(
+      "LEASEHOLD_STORE: dynamodb:// needs ?region=...",
+    );
+  });
+
+  it("LEASEHOLD_TOKEN: the token sent to an http(s):// store", async () => {
+    const backing = new MemoryStore();
+    const api = await serve({ store: backing, port: 0, tokens: JSON.parse(tokens) });
+    try {
+      const via = await createHandler(
+        { LEASEHOLD_STORE: `${api.url}/`, LEASEHOLD_TOKEN: TOKEN, LEASEHOLD_TOKENS: tokens },
+        { log },
+      );
+      expect((await invoke(acquire("jobs/proxied"), via)).status).toBe(200);
+      expect((await backing.get("jobs/proxied"))?.record).toMatchObject({ holder: "fn-a" });
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("GOOGLE_CLOUD_PROJECT: the GCS project when the URL has none", async () => {
+    const endpoint = process.env.GCS_ENDPOINT!;
+    const bucket = `lambda-env-${Date.now().toString(36)}`;
+    await new Storage({ apiEndpoint: endpoint, projectId: "leasehold-test" }).createBucket(bucket);
+    const via = await createHandler(
+      {
+        LEASEHOLD_STORE: `gcs://${bucket}/leases/?endpoint=${endpoint}`,
+        GOOGLE_CLOUD_PROJECT: "leasehold-test",
+        LEASEHOLD_TOKENS: tokens,
+      },
+      { log },
+    );
+    expect((await invoke(acquire("jobs/gcs"), via)).status).toBe(200);
   });
 });

@@ -25,6 +25,7 @@ import { validateName, zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
 import { ApiMetrics } from "./metrics.js";
+import { validateAppOptions } from "./options.js";
 import { PROBLEM_TYPE, ProblemError } from "./problems.js";
 import { WatchHub } from "./watch-hub.js";
 
@@ -154,6 +155,7 @@ const routes = {
 };
 
 export function createApp(options: AppOptions): OpenAPIHono<Env> {
+  validateAppOptions(options); // bounds and messages: src/api/options.ts
   const clock = options.clock ?? systemClock;
   const bodyBytes = options.limits?.bodyBytes ?? 4096;
   const listLimit = options.limits?.listLimit ?? 1000;

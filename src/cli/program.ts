@@ -128,21 +128,34 @@ Examples:
 
   program
     .command("serve")
-    .description("serve the HTTP API (tokens from LEASEHOLD_TOKENS)")
+    .description("serve the HTTP API, as npm start does (tokens from LEASEHOLD_TOKENS; flags override variables)")
     .option("--host <host>", "address to bind (default: $HOST or 127.0.0.1)")
     .option("--port <port>", "port, 0 for any free one (default: $PORT or 8787)", wholeNumber("a port 0-65535", 65535))
-    .addOption(storeOption())
-    .option("--insecure-no-auth", "serve without tokens even off loopback", false)
+    .addOption(
+      new Option(
+        "--store <url>",
+        `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
+      ),
+    )
+    .option("--insecure-no-auth", "serve without tokens even off loopback (as LEASEHOLD_INSECURE_NO_AUTH=1)", false)
     .option("--json", "print the listening address as JSON on stdout", false)
+    .addHelpText(
+      "after",
+      `
+Reads the same variables as npm start (README: "Server configuration"): PORT, HOST, LEASEHOLD_STORE,
+LEASEHOLD_DB, LEASEHOLD_TOKENS, LEASEHOLD_INSECURE_NO_AUTH, LEASEHOLD_MAX_SKEW_MS,
+LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`,
+    )
     .action(async (opts) => {
-      const port = opts.port ?? (io.env.PORT === undefined ? 8787 : wholeNumber("PORT 0-65535", 65535)(io.env.PORT));
       setExitCode(
         await serveCommand(
           {
-            store: storeOf(io, opts.store),
-            host: opts.host ?? io.env.HOST ?? "127.0.0.1",
-            port,
-            insecureNoAuth: opts.insecureNoAuth === true,
+            flags: {
+              ...(opts.store === undefined ? {} : { store: opts.store }),
+              ...(opts.host === undefined ? {} : { host: opts.host }),
+              ...(opts.port === undefined ? {} : { port: opts.port }),
+              ...(opts.insecureNoAuth === true ? { insecureNoAuth: true } : {}),
+            },
             json: opts.json === true,
           },
           io,

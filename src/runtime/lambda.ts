@@ -1,32 +1,46 @@
 /**
  * The API as an AWS Lambda handler (API Gateway HTTP API v2 or a Function URL, payload format
- * 2.0), via hono/aws-lambda. Configuration from the function's environment:
- *   LEASEHOLD_STORE   store URL, normally dynamodb://TABLE?region=REGION (required)
- *   LEASEHOLD_TOKENS  JSON array of scoped bearer tokens (required unless the next is set)
- *   LEASEHOLD_INSECURE_NO_AUTH=1  explicit opt-out, for a function behind IAM auth only
- *   LEASEHOLD_MAX_SKEW_MS  clock skew bound between instances (default 1000)
- * The store and app are built once per cold start and reused by warm invocations. Watch streams
- * need response streaming, which the buffered Lambda integration does not give: use the Node or
- * Workers runtime for /watch.
+ * 2.0), via hono/aws-lambda. Configuration from the function's environment, read by
+ * src/runtime/config.ts like every entry's (README: "Server configuration"): LEASEHOLD_STORE
+ * (required, a shared store: normally dynamodb://TABLE, region from Lambda's AWS_REGION),
+ * LEASEHOLD_TOKENS or LEASEHOLD_INSECURE_NO_AUTH=1 (behind IAM auth only), LEASEHOLD_MAX_SKEW_MS.
+ * PORT, HOST, LEASEHOLD_DB and the watch settings are refused here, with the reason.
+ * The store and app are built once per cold start and reused by warm invocations; the start-up
+ * line goes to the function's log. Watch streams need response streaming, which the buffered
+ * Lambda integration does not give: use the Node or Workers runtime for /watch.
  */
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../api/app.js";
-import { type AuthConfig, parseTokens } from "../api/auth.js";
+import type { Clock } from "../clock.js";
 import { openStore } from "../open-store.js";
+import { authConfig, readServerConfig, startupLine } from "./config.js";
 
 type Handler = ReturnType<typeof handle>;
 
-export async function createHandler(env: Record<string, string | undefined>): Promise<Handler> {
-  if (!env.LEASEHOLD_STORE) {
-    throw new Error("LEASEHOLD_STORE is not set: expected e.g. dynamodb://leasehold-leases?region=eu-west-1");
-  }
-  const store = await openStore(env.LEASEHOLD_STORE, { env });
-  let auth: AuthConfig;
-  if (env.LEASEHOLD_TOKENS) auth = { tokens: parseTokens(env.LEASEHOLD_TOKENS) };
-  else if (env.LEASEHOLD_INSECURE_NO_AUTH === "1") auth = { insecureNoAuth: true };
-  else throw new Error("LEASEHOLD_TOKENS is not set (or set LEASEHOLD_INSECURE_NO_AUTH=1 behind IAM auth)");
-  const maxSkewMs = env.LEASEHOLD_MAX_SKEW_MS === undefined ? undefined : Number(env.LEASEHOLD_MAX_SKEW_MS);
-  return handle(createApp({ store, auth, ...(maxSkewMs === undefined ? {} : { maxSkewMs }) }));
+export interface HandlerOptions {
+  /** Where the start-up line and warnings go. Default: console.info (the function's log, level INFO). */
+  log?: (line: string) => void;
+  /** For tests. */
+  clock?: Clock;
+}
+
+export async function createHandler(
+  env: Record<string, string | undefined>,
+  options: HandlerOptions = {},
+): Promise<Handler> {
+  const log = options.log ?? ((line: string) => console.info(`leasehold: ${line}`));
+  const config = readServerConfig(env, "lambda");
+  if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
+  for (const warning of config.warnings) log(`warning: ${warning}`);
+  const store = await openStore(config.store.url, { env: config.storeEnv });
+  const app = createApp({
+    store,
+    auth: authConfig(config.auth),
+    ...config.app,
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  log(startupLine(config, `Lambda (${env.AWS_LAMBDA_FUNCTION_NAME ?? "function"})`));
+  return handle(app);
 }
 
 let cold: Promise<Handler> | undefined;

@@ -1,18 +1,20 @@
 /**
- * The API on Node (`npm start`, `leasehold serve`). Configuration from the environment:
- *   PORT (8787), HOST (127.0.0.1), LEASEHOLD_STORE (a store URL; default the embedded SQLite
- *   file LEASEHOLD_DB or ./data/leasehold.db), LEASEHOLD_TOKENS (JSON array of scoped tokens),
- *   LEASEHOLD_INSECURE_NO_AUTH=1, LEASEHOLD_MAX_SKEW_MS (1000).
- * Without tokens, auth is off only when bound to loopback; elsewhere the server refuses to start.
- * SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
+ * The API on Node: `npm start` runs this file, `leasehold serve` calls `startServer` with its
+ * flags laid over the environment. The variables, their defaults and bounds are read by
+ * src/runtime/config.ts (README: "Server configuration"); a bad value refuses to start, naming the
+ * variable. One start-up line on stderr states the address, the store, the real auth mode and the
+ * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { createApp } from "../api/app.js";
-import { type AuthConfig, parseTokens, type TokenScope } from "../api/auth.js";
+import type { TokenScope } from "../api/auth.js";
 import type { Clock } from "../clock.js";
+import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
+import { openStore } from "../open-store.js";
+import { type AuthMode, authConfig, readServerConfig, resolveAuth, type ServerConfig, startupLine } from "./config.js";
 
 export interface ServeOptions {
   store: LeaseStore;
@@ -20,7 +22,7 @@ export interface ServeOptions {
   /** 0 picks a free port. */
   port?: number;
   tokens?: TokenScope[];
-  /** Explicit opt-out of auth; implied on loopback when no tokens are given. */
+  /** Explicit opt-out of auth; implied on loopback when no tokens are given; refused together with tokens. */
   insecureNoAuth?: boolean;
   maxSkewMs?: number;
   watchPollMs?: number;
@@ -35,26 +37,21 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
-
-export function resolveAuth(
-  host: string,
-  tokens: TokenScope[] | undefined,
-  insecureNoAuth: boolean | undefined,
-): AuthConfig {
-  if (tokens && tokens.length > 0 && !insecureNoAuth) return { tokens };
-  if (insecureNoAuth || LOOPBACK.test(host)) return { insecureNoAuth: true };
-  throw new Error(
-    `refusing to serve on ${host} without tokens: set LEASEHOLD_TOKENS, or LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it`,
-  );
-}
-
+/** Serves the API for a library caller or a test: the same auth rule as the environment's. */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
-  const auth = resolveAuth(host, options.tokens, options.insecureNoAuth);
+  const resolved = resolveAuth(
+    { tokens: options.tokens, insecure: options.insecureNoAuth === true, host },
+    { tokens: "tokens", insecure: "insecureNoAuth", insecureHint: "insecureNoAuth: true if you really mean it" },
+  );
+  if ("issue" in resolved) throw new LeaseValidationError("serve options", [resolved.issue]);
+  return listen(options, host, resolved.auth);
+}
+
+async function listen(options: ServeOptions, host: string, auth: AuthMode): Promise<RunningServer> {
   const app = createApp({
     store: options.store,
-    auth,
+    auth: authConfig(auth),
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
     ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
@@ -69,7 +66,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   return {
     url: `http://${shown}:${port}`,
     port,
-    auth: "tokens" in auth ? "tokens" : "insecure-no-auth",
+    auth: auth.mode === "tokens" ? "tokens" : "insecure-no-auth",
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -79,43 +76,73 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   };
 }
 
-/** Opens the store named by the environment: LEASEHOLD_STORE, else the SQLite file. */
-export async function storeFromEnv(env: NodeJS.ProcessEnv): Promise<LeaseStore> {
-  if (env.LEASEHOLD_STORE) {
-    const { openStore } = await import("../open-store.js");
-    return openStore(env.LEASEHOLD_STORE, { env });
-  }
-  const { SqliteStore } = await import("../stores/sqlite.js");
-  return new SqliteStore({ path: env.LEASEHOLD_DB ?? "./data/leasehold.db" });
+export interface StartedServer {
+  config: ServerConfig;
+  server: RunningServer;
+  store: LeaseStore;
+  /** The start-up line, as logged. */
+  line: string;
+  /** Closes the listener, then the store. */
+  close(): Promise<void>;
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const store = await storeFromEnv(env);
-  const port = env.PORT === undefined ? 8787 : Number(env.PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT: expected 0-65535, got ${env.PORT}`);
-  const server = await serve({
-    store,
-    host: env.HOST ?? "127.0.0.1",
-    port,
-    ...(env.LEASEHOLD_TOKENS ? { tokens: parseTokens(env.LEASEHOLD_TOKENS) } : {}),
-    insecureNoAuth: env.LEASEHOLD_INSECURE_NO_AUTH === "1",
-    ...(env.LEASEHOLD_MAX_SKEW_MS ? { maxSkewMs: Number(env.LEASEHOLD_MAX_SKEW_MS) } : {}),
-  });
-  const where = env.LEASEHOLD_STORE ?? `sqlite:${env.LEASEHOLD_DB ?? "./data/leasehold.db"}`;
-  console.error(`leasehold API on ${server.url} (store ${where}, auth ${server.auth})`);
-  if (server.auth === "insecure-no-auth")
-    console.error("warning: no auth (loopback only); set LEASEHOLD_TOKENS to require tokens");
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    console.error(`${signal}: shutting down`);
-    await server.close();
+export interface StartOptions {
+  /** Where the start-up line and warnings go. Default: stderr, prefixed "leasehold: ". */
+  log?: (line: string) => void;
+  /** For tests. */
+  clock?: Clock;
+}
+
+/** Opens the configured store and serves on the configured address: what both Node entries do. */
+export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<StartedServer> {
+  const log = options.log ?? ((line: string) => console.error(`leasehold: ${line}`));
+  if (config.store.kind !== "url" || !config.listen) throw new Error(`${config.entry} has no Node listener`);
+  for (const warning of config.warnings) log(`warning: ${warning}`);
+  const store = await openStore(config.store.url, { env: config.storeEnv });
+  let server: RunningServer;
+  try {
+    server = await listen(
+      { store, port: config.listen.port, ...config.app, ...(options.clock ? { clock: options.clock } : {}) },
+      config.listen.host,
+      config.auth,
+    );
+  } catch (error) {
     await store.close?.();
-    process.exit(0);
+    throw error;
+  }
+  const line = startupLine(config, server.url);
+  log(line);
+  return {
+    config,
+    server,
+    store,
+    line,
+    close: async () => {
+      await server.close();
+      await store.close?.();
+    },
   };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** `npm start`: the environment's configuration; resolves once listening. */
+export async function start(
+  env: Record<string, string | undefined>,
+  options: StartOptions = {},
+): Promise<StartedServer> {
+  return startServer(readServerConfig(env, "node"), options);
+}
+
+export async function main(env: Record<string, string | undefined> = process.env): Promise<void> {
+  // Listening for the signals before the start-up line is printed: a supervisor may stop the
+  // server the moment it reads it. A second signal gets the default action (exit at once).
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  const started = await start(env);
+  console.error(`leasehold: ${await signal}: shutting down`);
+  await started.close();
+  process.exit(0);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -5,7 +5,7 @@
  * HTTP store's conformance suites end to end (HttpStore -> Worker -> LeaseObject).
  */
 import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { LeaseholdClient } from "../../src/http/client.js";
 import worker from "../../src/runtime/worker.js";
 import { HttpStore } from "../../src/stores/http.js";
@@ -123,6 +123,86 @@ describe("worker configuration", () => {
     expect(noKeys.body.detail).toMatch(/AWS_ACCESS_KEY_ID/);
     const skew = await call({ LEASES: env.LEASES, LEASEHOLD_TOKENS: tokens, LEASEHOLD_MAX_SKEW_MS: "soon" });
     expect(skew).toMatchObject({ status: 500, body: { detail: expect.stringMatching(/LEASEHOLD_MAX_SKEW_MS/) } });
+  });
+
+  it("PORT, HOST, LEASEHOLD_DB and LEASEHOLD_TOKEN are refused, each with the reason", async () => {
+    const result = await call({
+      LEASES: env.LEASES,
+      LEASEHOLD_TOKENS: env.LEASEHOLD_TOKENS!,
+      PORT: "8787",
+      HOST: "0.0.0.0",
+      LEASEHOLD_DB: "./data/leasehold.db",
+      LEASEHOLD_TOKEN: "client-token",
+    });
+    expect(result.status).toBe(500);
+    for (const [name, why] of [
+      ["PORT", "a Worker does not listen on a port"],
+      ["HOST", "a Worker does not listen on a port"],
+      ["LEASEHOLD_DB", "a Worker has no filesystem"],
+      ["LEASEHOLD_TOKEN", "it is the bearer token of an http(s):// store"],
+    ]) {
+      expect(result.body.detail).toContain(`${name}: not read by the Worker: ${why}`);
+    }
+  });
+
+  it("LEASEHOLD_TOKENS with LEASEHOLD_INSECURE_NO_AUTH=1: every request refused, naming both", async () => {
+    const result = await call({
+      LEASES: env.LEASES,
+      LEASEHOLD_TOKENS: env.LEASEHOLD_TOKENS!,
+      LEASEHOLD_INSECURE_NO_AUTH: "1",
+    });
+    expect(result.status).toBe(500);
+    expect(result.body.detail).toContain("LEASEHOLD_TOKENS: 2 tokens given together with LEASEHOLD_INSECURE_NO_AUTH=1");
+  });
+
+  it("LEASEHOLD_MAX_SKEW_MS, LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS: read, logged, applied", async () => {
+    const logged = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const bindings = {
+      LEASES: env.LEASES,
+      LEASEHOLD_TOKENS: env.LEASEHOLD_TOKENS!,
+      LEASEHOLD_MAX_SKEW_MS: "60000",
+      LEASEHOLD_WATCH_POLL_MS: "250",
+      LEASEHOLD_HEARTBEAT_MS: "50",
+    };
+    const name = uniqueName();
+    try {
+      // The skew bound: a writer's acquiredAt 30 s ahead passes 60 s (the default 1 s refuses it).
+      const put = await worker.fetch(
+        new Request(path(name), {
+          method: "PUT",
+          headers: { "content-type": "application/json", "if-none-match": "*", authorization: `Bearer ${WRITER}` },
+          body: JSON.stringify({
+            holder: "h",
+            term: 1,
+            leaseMs: 5000,
+            metadata: {},
+            writeId: "w1",
+            acquiredAt: Date.now() + 30_000,
+          }),
+        }),
+        bindings,
+      );
+      expect(put.status).toBe(201);
+      expect(logged).toHaveBeenCalledWith(
+        'leasehold: API on Cloudflare Workers; store Durable Objects (LEASES); auth: 2 tokens (writer: read+write on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
+      );
+    } finally {
+      logged.mockRestore();
+    }
+    // The heartbeat: a keep-alive comment within the configured 50 ms (the default is 15 s).
+    const watch = await worker.fetch(
+      new Request(`${path(name)}/watch`, { headers: { authorization: `Bearer ${WRITER}` } }),
+      bindings,
+    );
+    const reader = watch.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes(": keep-alive")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the stream ended before a keep-alive");
+      text += value;
+    }
+    expect(text).toContain('"holder":"h"');
+    await reader.cancel();
   });
 
   it("never echoes a secret in a configuration problem", async () => {

@@ -50,3 +50,25 @@ it("the Worker serves the API on DynamoDB when LEASEHOLD_STORE names a table", a
   const listed = await api.list({ prefix: name });
   expect(listed.leases.map((l) => l.name)).toEqual([name]);
 });
+
+it("AWS_REGION or AWS_DEFAULT_REGION gives the region when the URL has none", async () => {
+  for (const variable of ["AWS_REGION", "AWS_DEFAULT_REGION"]) {
+    const bindings = {
+      LEASEHOLD_TOKENS: env.LEASEHOLD_TOKENS,
+      LEASEHOLD_STORE: `dynamodb://${env.DYNAMODB_TABLE}?endpoint=${encodeURIComponent(env.DYNAMODB_ENDPOINT)}`,
+      AWS_ACCESS_KEY_ID: "leasehold-test",
+      AWS_SECRET_ACCESS_KEY: "leasehold-test",
+      AWS_SESSION_TOKEN: "leasehold-test-session",
+      [variable]: "us-east-1",
+    };
+    const api = new LeaseholdClient({
+      baseUrl: "https://leasehold.test",
+      token: WRITER,
+      retries: 0,
+      fetch: (input, init) => worker.fetch(new Request(input, init), bindings),
+    });
+    const name = uniqueName(variable.toLowerCase());
+    expect(await api.acquire(name, { holder: "a", leaseMs: 10_000 })).toMatchObject({ leader: true });
+    expect((await new DynamoDbStore({ client, table: env.DYNAMODB_TABLE }).get(name))?.record.holder).toBe("a");
+  }
+});

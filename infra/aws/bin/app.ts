@@ -1,8 +1,8 @@
 /** CDK app entry (cdk.json runs it): one LeaseholdStack configured from the environment (lib/config.ts). */
 import { App } from "aws-cdk-lib";
-import { propsFromEnv } from "../lib/config.js";
+import { propsFromEnv, stackNameFromEnv } from "../lib/config.js";
 import { LeaseholdStack } from "../lib/leasehold-stack.js";
 
 const app = new App();
-new LeaseholdStack(app, process.env.LEASEHOLD_STACK_NAME ?? "Leasehold", propsFromEnv(process.env));
+new LeaseholdStack(app, stackNameFromEnv(process.env), propsFromEnv(process.env));
 app.synth();

@@ -1,62 +1,73 @@
 /**
- * Stack settings from the environment of `cdk synth`/`cdk deploy`, checked up front so a typo
- * fails with the variable's name instead of a broken deployment:
+ * Stack settings from the environment of `cdk synth`/`cdk deploy`, read with the server
+ * configuration's own field schemas (src/runtime/config.ts), so a typo fails the synth with the
+ * variable's name, its value and what was expected, instead of a broken deployment:
  *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
  *   LEASEHOLD_TOKENS        JSON array of scoped tokens, checked by the API's parser (required with "tokens")
  *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
- *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API
+ *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API (same bounds as every entry)
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
  *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda, written by bundle-lambda.ts)
+ *   LEASEHOLD_STACK_NAME    stack name (default Leasehold)
  *   CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION  set by the CDK CLI from your AWS profile
+ * The stack then checks the environment it gives the function with the Lambda entry's schema
+ * (lib/leasehold-stack.ts).
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseTokens } from "../../../src/api/auth.js";
+import { z } from "zod";
+import { serverFields } from "../../../src/runtime/config.js";
+import { envChoice, envMatching, envText, readVariables } from "../../../src/runtime/env-fields.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
 export const DEFAULT_CODE_DIR = join(REPO_ROOT, "dist", "lambda");
 
+const deploySettings = z.looseObject({
+  LEASEHOLD_AUTH: envChoice(["tokens", "iam"]),
+  LEASEHOLD_TOKENS: serverFields.LEASEHOLD_TOKENS,
+  LEASEHOLD_MAX_SKEW_MS: serverFields.LEASEHOLD_MAX_SKEW_MS,
+  LEASEHOLD_TTL_ATTRIBUTE: envMatching(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, "an attribute name (letters, digits, _)"),
+  LEASEHOLD_LAMBDA_NODE: envChoice(["20", "22", "24"]),
+  LEASEHOLD_LAMBDA_DIR: envText,
+  // CloudFormation: a letter, then letters, digits and hyphens, at most 128 characters.
+  LEASEHOLD_STACK_NAME: envMatching(
+    /^[A-Za-z][A-Za-z0-9-]{0,127}$/,
+    "a stack name (a letter, then letters, digits, -)",
+  ),
+  CDK_DEFAULT_ACCOUNT: envText,
+  CDK_DEFAULT_REGION: envText,
+});
+
+function read(env: Record<string, string | undefined>) {
+  return readVariables("deploy settings", deploySettings, env);
+}
+
 export function propsFromEnv(env: Record<string, string | undefined>): LeaseholdStackProps {
-  const auth = env.LEASEHOLD_AUTH ?? "tokens";
-  if (auth !== "tokens" && auth !== "iam") {
-    throw new Error(`LEASEHOLD_AUTH: expected "tokens" or "iam", got ${JSON.stringify(auth)}`);
-  }
-  const tokens = env.LEASEHOLD_TOKENS;
-  // The API's own parser: a typo fails the deploy instead of every request.
-  if (tokens !== undefined && parseTokens(tokens).length === 0) {
-    throw new Error("LEASEHOLD_TOKENS: expected at least one token");
-  }
-  const skew = env.LEASEHOLD_MAX_SKEW_MS;
-  if (skew !== undefined && !/^[0-9]+$/.test(skew)) {
-    throw new Error(`LEASEHOLD_MAX_SKEW_MS: expected whole milliseconds, got ${JSON.stringify(skew)}`);
-  }
-  const ttl = env.LEASEHOLD_TTL_ATTRIBUTE;
-  if (ttl !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,254}$/.test(ttl)) {
-    throw new Error(
-      `LEASEHOLD_TTL_ATTRIBUTE: expected an attribute name (letters, digits, _), got ${JSON.stringify(ttl)}`,
-    );
-  }
-  const node = env.LEASEHOLD_LAMBDA_NODE;
-  if (node !== undefined && node !== "20" && node !== "22" && node !== "24") {
-    throw new Error(`LEASEHOLD_LAMBDA_NODE: expected 20, 22 or 24, got ${JSON.stringify(node)}`);
-  }
-  const codeDir = env.LEASEHOLD_LAMBDA_DIR ?? DEFAULT_CODE_DIR;
+  const v = read(env);
+  const codeDir = v.LEASEHOLD_LAMBDA_DIR ?? DEFAULT_CODE_DIR;
   if (!existsSync(join(codeDir, "index.js"))) {
     throw new Error(
       `${join(codeDir, "index.js")} is missing: run \`npx tsx bundle-lambda.ts\` in infra/aws (cdk.json does it before each synth)`,
     );
   }
-  const account = env.CDK_DEFAULT_ACCOUNT;
-  const region = env.CDK_DEFAULT_REGION;
+  const tokens = env.LEASEHOLD_TOKENS;
   return {
     codeDir,
-    authType: auth === "iam" ? "AWS_IAM" : "NONE",
-    ...(tokens !== undefined ? { tokens } : {}),
-    ...(ttl !== undefined ? { ttlAttribute: ttl } : {}),
-    ...(skew !== undefined ? { maxSkewMs: Number(skew) } : {}),
-    ...(node !== undefined ? { nodeVersion: Number(node) as 20 | 22 | 24 } : {}),
+    authType: v.LEASEHOLD_AUTH === "iam" ? "AWS_IAM" : "NONE",
+    // The text as given (checked above): the function parses it again at cold start.
+    ...(v.LEASEHOLD_TOKENS !== undefined && tokens !== undefined ? { tokens } : {}),
+    ...(v.LEASEHOLD_TTL_ATTRIBUTE !== undefined ? { ttlAttribute: v.LEASEHOLD_TTL_ATTRIBUTE } : {}),
+    ...(v.LEASEHOLD_MAX_SKEW_MS !== undefined ? { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS } : {}),
+    ...(v.LEASEHOLD_LAMBDA_NODE !== undefined ? { nodeVersion: Number(v.LEASEHOLD_LAMBDA_NODE) as 20 | 22 | 24 } : {}),
     // Environment-agnostic unless the CLI knows the account: synth never looks anything up.
-    ...(account && region ? { env: { account, region } } : {}),
+    ...(v.CDK_DEFAULT_ACCOUNT && v.CDK_DEFAULT_REGION
+      ? { env: { account: v.CDK_DEFAULT_ACCOUNT, region: v.CDK_DEFAULT_REGION } }
+      : {}),
   };
+}
+
+/** LEASEHOLD_STACK_NAME, checked; default "Leasehold". */
+export function stackNameFromEnv(env: Record<string, string | undefined>): string {
+  return read(env).LEASEHOLD_STACK_NAME ?? "Leasehold";
 }

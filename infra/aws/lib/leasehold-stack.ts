@@ -8,7 +8,8 @@
  * Auth: with `authType: "NONE"` (the default) the URL is public and the app checks bearer tokens
  * scoped to lease-name prefixes (LEASEHOLD_TOKENS); synthesis refuses to go ahead without tokens.
  * With "AWS_IAM" callers sign requests with SigV4 and need lambda:InvokeFunctionUrl; the app's
- * own tokens are then optional.
+ * own tokens are then optional (without them the function gets LEASEHOLD_INSECURE_NO_AUTH=1).
+ * The function's environment is checked at synth with the Lambda entry's configuration schema.
  *
  * The table is retained when the stack is deleted: deleting lease records restarts terms at 1,
  * and fencing tokens must never go backwards.
@@ -19,6 +20,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { readServerConfig } from "../../../src/runtime/config.js";
 
 /** The DynamoDB calls DynamoDbStore makes: reads, conditional puts, and the Scan behind `list`. */
 export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"] as const;
@@ -86,13 +88,23 @@ export class LeaseholdStack extends Stack {
       }),
     );
 
+    // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
+    const storeUrl = (table: string) => `dynamodb://${table}${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`;
     const environment: Record<string, string> = {
-      // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
-      LEASEHOLD_STORE: `dynamodb://${this.table.tableName}${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`,
+      LEASEHOLD_STORE: storeUrl(this.table.tableName),
       NODE_OPTIONS: "--enable-source-maps",
     };
     if (props.tokens) environment.LEASEHOLD_TOKENS = props.tokens;
+    // IAM guards the URL: the app itself then runs without tokens, which it must be told explicitly.
+    else if (authType === "AWS_IAM") environment.LEASEHOLD_INSECURE_NO_AUTH = "1";
     if (props.maxSkewMs !== undefined) environment.LEASEHOLD_MAX_SKEW_MS = String(props.maxSkewMs);
+    // The function reads this environment with src/runtime/config.ts at cold start; read it the
+    // same way now, so a value it would refuse fails the synth instead. The table name is a
+    // deploy-time token and AWS_REGION comes from Lambda: stand-ins take their places here.
+    readServerConfig(
+      { ...environment, LEASEHOLD_STORE: storeUrl("synth-check-table"), AWS_REGION: "us-east-1" },
+      "lambda",
+    );
 
     this.function = new lambda.Function(this, "Api", {
       runtime: RUNTIMES[props.nodeVersion ?? 20],

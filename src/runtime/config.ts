@@ -1,0 +1,402 @@
+/**
+ * The API server's configuration, read the same way by every entry: `npm start`
+ * (src/runtime/node.ts), `leasehold serve` (src/cli/serve.ts), the Lambda handler
+ * (src/runtime/lambda.ts), the Worker (src/runtime/worker.ts), and infra/aws, which checks at synth
+ * time the environment it gives the function. One zod schema reads an environment object
+ * (process.env, a function's environment, a Worker's bindings) into the options those entries wire
+ * up; the README's variable table documents it variable by variable.
+ *
+ * Rules every entry shares:
+ * - Unset and "" mean the same (an empty `FOO=` line in an env file is common).
+ * - A bad value refuses to start with the variable's name, the value (never a secret's) and what
+ *   was expected; nothing is guessed (a number binding of a Worker counts as its digits).
+ * - A variable an entry cannot honour (PORT on Lambda, LEASEHOLD_DB on the Worker, ...) is refused
+ *   there with the reason. No platform sets these names itself, so refusing never trips over the
+ *   platform's own variables.
+ * - LEASEHOLD_TOKENS together with LEASEHOLD_INSECURE_NO_AUTH=1 is a contradiction and refused, as
+ *   are LEASEHOLD_STORE together with LEASEHOLD_DB.
+ * - Unknown LEASEHOLD_* names are reported as warnings (a typo must not silently mean "default").
+ *
+ * Runtime-neutral: no Node API here; it runs inside the Worker and the Lambda bundle too.
+ */
+import { z } from "zod";
+import { APP_OPTION_BOUNDS, type Bounds } from "../api/options.js";
+import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import type { StoreUrl } from "../open-store.js";
+import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
+import {
+  type Env,
+  envChoice,
+  envMatching,
+  envSqlitePath,
+  envStoreUrl,
+  envText,
+  envTokens,
+  envWholeNumber,
+} from "./env-fields.js";
+
+export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
+
+/** The entries that read the server configuration. */
+export type Entry = "node" | "serve" | "lambda" | "worker";
+
+export const ENTRY_NAMES: Record<Entry, string> = {
+  node: "npm start",
+  serve: "leasehold serve",
+  lambda: "the Lambda handler",
+  worker: "the Worker",
+};
+
+/** The SQLite file `npm start` and `leasehold serve` use when neither LEASEHOLD_STORE nor LEASEHOLD_DB is set. */
+export const DEFAULT_DB = "./data/leasehold.db";
+export const DEFAULT_PORT = 8787;
+export const DEFAULT_HOST = "127.0.0.1";
+const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };
+
+// ---------------------------------------------------------------------------------------------
+// The variables.
+
+/** Every variable the server entries read, with its field schema. */
+export const serverFields = {
+  PORT: envWholeNumber(PORT_BOUNDS),
+  HOST: envMatching(/^[A-Za-z0-9._:%-]{1,253}$/, "a host name or IP address to bind, such as 127.0.0.1 or 0.0.0.0"),
+  LEASEHOLD_STORE: envStoreUrl,
+  LEASEHOLD_DB: envSqlitePath,
+  LEASEHOLD_TOKENS: envTokens,
+  LEASEHOLD_INSECURE_NO_AUTH: envChoice(["1", "0"], " (1 turns auth off)"),
+  LEASEHOLD_MAX_SKEW_MS: envWholeNumber(APP_OPTION_BOUNDS.maxSkewMs),
+  LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
+  LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
+  /** Defaults the store URL takes from the environment (see openStore). */
+  LEASEHOLD_TOKEN: envText,
+  AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
+  AWS_DEFAULT_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
+  GOOGLE_CLOUD_PROJECT: envText,
+  /** Read by leasehold on the Worker only (no IAM role there); on Node and Lambda the AWS SDK reads them. */
+  AWS_ACCESS_KEY_ID: envText,
+  AWS_SECRET_ACCESS_KEY: envText,
+  AWS_SESSION_TOKEN: envText,
+};
+
+export type ServerVariable = keyof typeof serverFields;
+export const SERVER_VARIABLES = Object.keys(serverFields) as ServerVariable[];
+
+/** The one schema: an environment object in, typed values out (other names pass through untouched). */
+export const serverEnvSchema = z.looseObject(serverFields);
+
+const NO_LISTENER: Partial<Record<Entry, string>> = {
+  lambda: "a Lambda function does not listen on a port: API Gateway or its Function URL invokes it",
+  worker: "a Worker does not listen on a port: Cloudflare routes requests to it",
+};
+const NO_STREAMING =
+  "watch streams need response streaming, which the buffered Lambda integration lacks (serve /watch from Node or Workers)";
+
+/** Where a variable cannot work, and why: setting it there is refused with this reason. */
+export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, string>>>> = {
+  PORT: NO_LISTENER,
+  HOST: NO_LISTENER,
+  LEASEHOLD_DB: {
+    lambda:
+      "each Lambda instance would have its own SQLite file, so two instances could elect two leaders; use LEASEHOLD_STORE=dynamodb://TABLE",
+    worker: "a Worker has no filesystem; leases live in Durable Objects (LEASES) or in DynamoDB (LEASEHOLD_STORE)",
+  },
+  LEASEHOLD_WATCH_POLL_MS: { lambda: NO_STREAMING },
+  LEASEHOLD_HEARTBEAT_MS: { lambda: NO_STREAMING },
+  LEASEHOLD_TOKEN: {
+    worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
+  },
+};
+
+/** LEASEHOLD_* names that are not server settings but are known (so no typo warning): */
+const OTHER_LEASEHOLD_VARIABLES = [
+  // set by `leasehold run` for its command
+  "LEASEHOLD_LEASE",
+  "LEASEHOLD_TERM",
+  "LEASEHOLD_IDENTITY",
+  // read by infra/aws at synth time
+  "LEASEHOLD_AUTH",
+  "LEASEHOLD_TTL_ATTRIBUTE",
+  "LEASEHOLD_LAMBDA_NODE",
+  "LEASEHOLD_LAMBDA_DIR",
+  "LEASEHOLD_STACK_NAME",
+];
+
+// ---------------------------------------------------------------------------------------------
+// What the entries get.
+
+export type StoreChoice =
+  /** `from`: where the URL came from, for the start-up line (LEASEHOLD_STORE, --store, LEASEHOLD_DB, default). */
+  | { kind: "url"; url: string; spec: StoreUrl; from: string }
+  /** The Worker without LEASEHOLD_STORE: its LEASES Durable Object namespace. */
+  | { kind: "durable-objects" };
+
+export interface ServerConfig {
+  entry: Entry;
+  /** `npm start` and `leasehold serve` only. */
+  listen?: { host: string; port: number };
+  store: StoreChoice;
+  auth: AuthMode;
+  /** createApp's options, with their defaults filled in, for the ones this entry uses. */
+  app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number };
+  /** What openStore may take defaults from (region, project, the HTTP store's token). */
+  storeEnv: Record<string, string>;
+  /** The Worker on DynamoDB: keys from its secrets (a Worker has no IAM role). */
+  awsCredentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** Things that do not stop the server but that its operator should read. */
+  warnings: string[];
+}
+
+/** `leasehold serve`'s flags: each overrides its variable. */
+export interface ServeFlags {
+  store?: string;
+  host?: string;
+  port?: number;
+  insecureNoAuth?: boolean;
+}
+
+/** How to turn auth off on each entry, for the message refusing to run without tokens. */
+const INSECURE_HINT: Record<Entry, string> = {
+  node: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it",
+  serve: "--insecure-no-auth (or LEASEHOLD_INSECURE_NO_AUTH=1) if you really mean it",
+  lambda: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it (behind IAM auth only)",
+  worker: "LEASEHOLD_INSECURE_NO_AUTH=1 if you really mean it (throwaway deployments only)",
+};
+
+const FLAG_OF = {
+  LEASEHOLD_STORE: "--store",
+  HOST: "--host",
+  PORT: "--port",
+  LEASEHOLD_INSECURE_NO_AUTH: "--insecure-no-auth",
+} as const;
+
+/**
+ * Reads the server configuration of `entry` from `env`. Throws `LeaseValidationError`
+ * ("invalid server configuration: VARIABLE: ...") listing every problem; returns the options
+ * otherwise. `flags` (leasehold serve only) override their variables.
+ */
+export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {}): ServerConfig {
+  const { merged, shown } = applyFlags(env, flags);
+  const fail = (issues: FieldIssue[]): never => {
+    throw new LeaseValidationError(
+      "server configuration",
+      issues.map((i) => ({ ...i, path: shown(i.path) })),
+    );
+  };
+
+  const refused: FieldIssue[] = [];
+  for (const [name, reasons] of Object.entries(NOT_READ_BY) as [ServerVariable, Partial<Record<Entry, string>>][]) {
+    const why = reasons[entry];
+    if (why !== undefined && isSet(merged[name])) {
+      refused.push({ path: name, message: `not read by ${ENTRY_NAMES[entry]}: ${why}; unset it` });
+    }
+  }
+  const parsed = serverEnvSchema.safeParse(merged);
+  const fieldIssues = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+  // A refused variable's own parse error adds nothing: where it is not read, its value is moot.
+  const issues = [...refused, ...fieldIssues.filter((i) => !refused.some((r) => r.path === i.path))];
+  if (issues.length > 0 || !parsed.success) return fail(issues);
+  const v = parsed.data;
+
+  const problems: FieldIssue[] = [];
+  const warnings = unknownVariableWarnings(env);
+
+  const listen =
+    entry === "node" || entry === "serve" ? { host: v.HOST ?? DEFAULT_HOST, port: v.PORT ?? DEFAULT_PORT } : undefined;
+
+  const store = chooseStore(v, entry, flags, problems, warnings);
+  const auth = resolveAuth(
+    {
+      tokens: v.LEASEHOLD_TOKENS,
+      insecure: v.LEASEHOLD_INSECURE_NO_AUTH === "1",
+      host: listen?.host,
+      server: ENTRY_NAMES[entry],
+    },
+    {
+      tokens: "LEASEHOLD_TOKENS",
+      insecure: flags.insecureNoAuth ? "--insecure-no-auth" : "LEASEHOLD_INSECURE_NO_AUTH=1",
+      insecureHint: INSECURE_HINT[entry],
+    },
+  );
+  if ("issue" in auth) problems.push(auth.issue);
+
+  const storeEnv: Record<string, string> = {};
+  for (const name of ["LEASEHOLD_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "GOOGLE_CLOUD_PROJECT"] as const) {
+    const value = v[name];
+    if (value !== undefined) storeEnv[name] = value;
+  }
+
+  let awsCredentials: ServerConfig["awsCredentials"];
+  if (store?.kind === "url" && store.spec.kind === "dynamodb") {
+    if (!store.spec.region && !v.AWS_REGION && !v.AWS_DEFAULT_REGION) {
+      problems.push({
+        path: "LEASEHOLD_STORE",
+        message: "dynamodb:// needs ?region=... in the URL, or AWS_REGION (or AWS_DEFAULT_REGION)",
+      });
+    }
+    if (entry === "worker") {
+      if (!v.AWS_ACCESS_KEY_ID || !v.AWS_SECRET_ACCESS_KEY) {
+        problems.push({
+          path: v.AWS_ACCESS_KEY_ID ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
+          message:
+            "dynamodb:// on a Worker needs the secrets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a Worker has no IAM role)",
+        });
+      } else {
+        awsCredentials = {
+          accessKeyId: v.AWS_ACCESS_KEY_ID,
+          secretAccessKey: v.AWS_SECRET_ACCESS_KEY,
+          ...(v.AWS_SESSION_TOKEN ? { sessionToken: v.AWS_SESSION_TOKEN } : {}),
+        };
+      }
+    }
+  }
+
+  if (problems.length > 0 || store === undefined || "issue" in auth) return fail(problems);
+
+  const bounds = APP_OPTION_BOUNDS;
+  const app: ServerConfig["app"] = { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default };
+  if (entry !== "lambda") {
+    app.watchPollMs = v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default;
+    app.heartbeatMs = v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default;
+  }
+  return {
+    entry,
+    ...(listen ? { listen } : {}),
+    store,
+    auth: auth.auth,
+    app,
+    storeEnv,
+    ...(awsCredentials ? { awsCredentials } : {}),
+    warnings,
+  };
+}
+
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== "";
+}
+
+/** Lays the flags over the environment and remembers which variable a flag stands for, for messages. */
+function applyFlags(env: Env, flags: ServeFlags): { merged: Record<string, unknown>; shown: (path: string) => string } {
+  const merged: Record<string, unknown> = { ...env };
+  const byFlag = new Map<string, string>();
+  const set = (name: keyof typeof FLAG_OF, value: string | undefined) => {
+    if (value === undefined) return;
+    merged[name] = value;
+    byFlag.set(name, FLAG_OF[name]);
+  };
+  set("LEASEHOLD_STORE", flags.store);
+  set("HOST", flags.host);
+  set("PORT", flags.port === undefined ? undefined : String(flags.port));
+  set("LEASEHOLD_INSECURE_NO_AUTH", flags.insecureNoAuth ? "1" : undefined);
+  return { merged, shown: (path) => byFlag.get(path) ?? path };
+}
+
+type Values = z.output<typeof serverEnvSchema>;
+
+const STORES_ON_WORKERS = "unset it (Durable Objects) or use dynamodb://";
+const NOT_ON_WORKERS: Record<string, string> = {
+  gcs: "its SDK hangs inside workerd without sending a request",
+  sqlite: "a Worker has no filesystem",
+  memory: "each isolate would keep its own leases, so two isolates could elect two leaders",
+  http: "the HTTP store is not bundled into the Worker; point clients at that API directly",
+};
+const NOT_ON_LAMBDA: Record<string, string> = {
+  sqlite: "each Lambda instance would have its own file, so two instances could elect two leaders",
+  memory: "each Lambda instance would keep its own leases, so two instances could elect two leaders",
+};
+
+function chooseStore(
+  v: Values,
+  entry: Entry,
+  flags: ServeFlags,
+  problems: FieldIssue[],
+  warnings: string[],
+): StoreChoice | undefined {
+  const url = v.LEASEHOLD_STORE;
+  if (entry === "worker") {
+    if (url === undefined) return { kind: "durable-objects" };
+    if (url.kind !== "dynamodb") {
+      problems.push({
+        path: "LEASEHOLD_STORE",
+        message: `the ${url.kind} store does not run on Workers (${NOT_ON_WORKERS[url.kind]}); ${STORES_ON_WORKERS}`,
+      });
+      return undefined;
+    }
+    return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
+  }
+  if (entry === "lambda") {
+    if (url === undefined) {
+      problems.push({
+        path: "LEASEHOLD_STORE",
+        message: "not set: expected a shared store such as dynamodb://leasehold-leases?region=eu-west-1",
+      });
+      return undefined;
+    }
+    const why = NOT_ON_LAMBDA[url.kind];
+    if (why !== undefined) {
+      problems.push({ path: "LEASEHOLD_STORE", message: `the ${url.kind} store is refused on Lambda: ${why}` });
+      return undefined;
+    }
+    return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
+  }
+  // npm start and leasehold serve: --store, else LEASEHOLD_STORE, else the SQLite file LEASEHOLD_DB.
+  if (url !== undefined && flags.store !== undefined) {
+    if (v.LEASEHOLD_DB !== undefined) warnings.push("LEASEHOLD_DB is ignored: --store names the store");
+    return { kind: "url", url: url.url, spec: url, from: "--store" };
+  }
+  if (url !== undefined && v.LEASEHOLD_DB !== undefined) {
+    problems.push({
+      path: "LEASEHOLD_DB",
+      message:
+        "contradicts LEASEHOLD_STORE: LEASEHOLD_DB names the SQLite file used when LEASEHOLD_STORE is unset; set only one",
+    });
+    return undefined;
+  }
+  if (url !== undefined) return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
+  const path = v.LEASEHOLD_DB ?? DEFAULT_DB;
+  return {
+    kind: "url",
+    url: `sqlite:${path}`,
+    spec: { kind: "sqlite", path },
+    from: v.LEASEHOLD_DB === undefined ? "default" : "LEASEHOLD_DB",
+  };
+}
+
+/** The one line every entry logs when it starts: where, which store, the real auth mode, the settings. */
+export function startupLine(config: ServerConfig, where: string): string {
+  const store =
+    config.store.kind === "durable-objects"
+      ? "Durable Objects (LEASES)"
+      : `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
+  const settings = Object.entries(config.app)
+    .map(([k, value]) => `${k} ${value}`)
+    .join(", ");
+  return `API on ${where}; store ${store}; auth: ${describeAuth(config.auth)}; ${settings}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typos.
+
+function unknownVariableWarnings(env: Env): string[] {
+  const known = new Set<string>([...SERVER_VARIABLES, ...OTHER_LEASEHOLD_VARIABLES]);
+  const warnings: string[] = [];
+  for (const name of Object.keys(env)) {
+    if (!name.startsWith("LEASEHOLD_") || known.has(name)) continue;
+    const near = [...known].find((k) => editDistance(k, name) <= 3);
+    warnings.push(`${name} is not a leasehold variable and is ignored${near ? ` (did you mean ${near}?)` : ""}`);
+  }
+  return warnings;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = row;
+  }
+  return previous[b.length]!;
+}
