@@ -25,7 +25,7 @@ import { validateName, zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
 import { ApiMetrics } from "./metrics.js";
-import { validateAppOptions } from "./options.js";
+import { resolveAppOptions } from "./options.js";
 import { PROBLEM_TYPE, ProblemError } from "./problems.js";
 import { WatchHub } from "./watch-hub.js";
 
@@ -155,13 +155,9 @@ const routes = {
 };
 
 export function createApp(options: AppOptions): OpenAPIHono<Env> {
-  validateAppOptions(options); // bounds and messages: src/api/options.ts
+  // Bounds, defaults and messages: src/api/options.ts.
+  const { bodyBytes, listLimit, maxSkewMs, watchPollMs, heartbeatMs } = resolveAppOptions(options);
   const clock = options.clock ?? systemClock;
-  const bodyBytes = options.limits?.bodyBytes ?? 4096;
-  const listLimit = options.limits?.listLimit ?? 1000;
-  const maxSkewMs = options.maxSkewMs ?? 1000;
-  const watchPollMs = options.watchPollMs ?? 1000;
-  const heartbeatMs = options.heartbeatMs ?? 15_000;
   const auth = new Authorizer(options.auth);
   const metrics = new ApiMetrics();
   // The hub's polling read goes through the service, so it is timed and published like any read.

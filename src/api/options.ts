@@ -78,7 +78,32 @@ const appOptionsSchema = z.looseObject({
     .optional(),
 });
 
-/** Throws `LeaseValidationError("API options", ...)` naming each option that is out of bounds. */
-export function validateAppOptions(options: unknown): void {
-  validate("API options", appOptionsSchema, options);
+export interface ResolvedAppOptions {
+  maxSkewMs: number;
+  watchPollMs: number;
+  heartbeatMs: number;
+  bodyBytes: number;
+  listLimit: number;
+}
+
+/**
+ * Checks the options and fills in the defaults (the bounds' own, so the start-up line and the
+ * app never disagree). Throws `LeaseValidationError("API options", ...)` naming each option that
+ * is out of bounds.
+ */
+export function resolveAppOptions(options: unknown): ResolvedAppOptions {
+  const o = validate("API options", appOptionsSchema, options) as {
+    maxSkewMs?: number;
+    watchPollMs?: number;
+    heartbeatMs?: number;
+    limits?: { bodyBytes?: number; listLimit?: number };
+  };
+  const b = APP_OPTION_BOUNDS;
+  return {
+    maxSkewMs: o.maxSkewMs ?? b.maxSkewMs.default,
+    watchPollMs: o.watchPollMs ?? b.watchPollMs.default,
+    heartbeatMs: o.heartbeatMs ?? b.heartbeatMs.default,
+    bodyBytes: o.limits?.bodyBytes ?? b.bodyBytes.default,
+    listLimit: o.limits?.listLimit ?? b.listLimit.default,
+  };
 }
