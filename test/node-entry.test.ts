@@ -317,4 +317,22 @@ describe("npm start refuses to start, naming the variable", () => {
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toContain("leasehold: SIGTERM: shutting down");
   });
+
+  it("SIGTERM to the npm process the README's `npm start` starts drains the server and frees its port", async () => {
+    // What a supervisor or a container runtime does: signal the process it started, which is npm.
+    const npm = spawnEntry(["npm", "start", "--silent"], {});
+    const line = await until("the start-up line", () =>
+      npm
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes("API on")),
+    );
+    const url = /API on (http:\/\/[^;]+);/.exec(line)?.[1];
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    npm.child.kill("SIGTERM");
+    expect(await npm.exited).toBe(0);
+    expect(npm.stderr()).toContain("leasehold: SIGTERM: shutting down");
+    // The server itself stopped (it is not left behind as an orphan holding the port).
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
 });
