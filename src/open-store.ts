@@ -51,6 +51,11 @@ export interface OpenStoreOptions {
    * AWS_DEFAULT_REGION (dynamodb), GOOGLE_CLOUD_PROJECT (gcs). Nothing is read when omitted.
    */
   env?: Record<string, string | undefined>;
+  /**
+   * Default true. False for read-only uses: a SQLite URL naming a file that does not exist is an
+   * error instead of a new empty database (and folder) left behind.
+   */
+  create?: boolean;
 }
 
 function invalid(part: string, message: string): LeaseValidationError {
@@ -267,7 +272,7 @@ export const loadStoreModuleForTest = loadStoreModule;
 // The constructors this module relies on, stated structurally so this file does not depend on
 // the other store modules at compile time.
 interface SqliteModule {
-  SqliteStore: new (options: { path: string }) => LeaseStore;
+  SqliteStore: new (options: { path: string; create?: boolean }) => LeaseStore;
 }
 interface DynamoDbModule {
   DynamoDbStore: new (options: { client: unknown; table: string; partitionKey?: string }) => LeaseStore;
@@ -311,7 +316,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       return new MemoryStore();
     case "sqlite": {
       const { SqliteStore } = await loadStoreModule<SqliteModule>("sqlite", "./stores/sqlite.js");
-      return new SqliteStore({ path: spec.path });
+      return new SqliteStore({ path: spec.path, ...(options.create === false ? { create: false } : {}) });
     }
     case "dynamodb": {
       const region = spec.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;

@@ -1,6 +1,7 @@
 /** The HTTP store against the real API server: the same store and elector contracts as every backend. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Elector } from "../src/elector.js";
+import { isAmbiguous } from "../src/errors.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
@@ -75,7 +76,9 @@ describe("http store: push", () => {
         null,
       )
       .catch((e: unknown) => e);
-    expect(error).toMatchObject({ name: "LeaseStoreError", ambiguous: false });
+    // Not a store outage: the API's own answer, which no retry changes (the CLI names LEASEHOLD_TOKEN).
+    expect(error).toMatchObject({ name: "LeaseholdApiError", status: 403 });
+    expect(isAmbiguous(error)).toBe(false);
     expect((error as Error).message).toContain("403");
   });
 

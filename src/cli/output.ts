@@ -3,6 +3,7 @@
  * (progress, waiting, errors) on stderr as single lines prefixed "leasehold:", so a script can
  * pipe stdout without filtering.
  */
+import { isLeaseholdApiError } from "../errors.js";
 import type { LeaseRecord, Stored } from "../lease.js";
 
 /** Where a command writes; the entry passes the process streams, tests may pass buffers. */
@@ -92,6 +93,21 @@ export function formatTable(header: string[], rows: string[][]): string[] {
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)];
+}
+
+/**
+ * A 401/403 from a leasehold API server, said in terms of what the user sets: LEASEHOLD_TOKEN.
+ * `undefined` for any other error. No retry fixes these, so every command ends on them (exit 2).
+ */
+export function authFailure(error: unknown, env: CliIo["env"]): string | undefined {
+  if (!isLeaseholdApiError(error) || (error.status !== 401 && error.status !== 403)) return undefined;
+  const detail = error.problem?.detail ?? error.message;
+  if (error.status === 403) {
+    return `the API refused the token in LEASEHOLD_TOKEN (403: ${detail}); use a token whose prefixes and verbs cover this lease`;
+  }
+  return env.LEASEHOLD_TOKEN
+    ? `the API does not accept the token in LEASEHOLD_TOKEN (401: ${detail}); set LEASEHOLD_TOKEN to one of the server's tokens`
+    : `the API requires a token (401: ${detail}); set LEASEHOLD_TOKEN to one of the server's tokens`;
 }
 
 export function errorMessage(error: unknown): string {

@@ -4,17 +4,26 @@
  * 2 for usage errors (unknown flags, bad values, bad store URL, bad names), 1 for runtime errors.
  * Errors are one line on stderr.
  */
+
+import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { LeaseValidationError } from "../errors.js";
+import { isLeaseCorruptError, isLeaseStoreError, isStoreUnavailableError, LeaseValidationError } from "../errors.js";
 import { STORE_URL_FORMS } from "../open-store.js";
-import { type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
+import { DEFAULT_DB } from "../runtime/config.js";
+import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
 import { runCommand } from "./run.js";
 import { serveCommand } from "./serve.js";
 import { statusCommand } from "./status.js";
 import { watchCommand } from "./watch.js";
 
-export const DEFAULT_STORE = "sqlite:./data/leasehold.db";
+export const DEFAULT_STORE = `sqlite:${DEFAULT_DB}`;
+
+/** The package's version, read from the package.json beside src/ (or dist/) at run time. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
 
 function wholeNumber(what: string, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
@@ -29,17 +38,47 @@ const ms = wholeNumber("a whole number of milliseconds");
 function storeOption(): Option {
   return new Option(
     "--store <url>",
-    `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE or ${DEFAULT_STORE})`,
+    `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
   );
 }
 
-function storeOf(io: CliIo, given: string | undefined): string {
-  return given ?? (io.env.LEASEHOLD_STORE || DEFAULT_STORE);
+/** Which store a command uses and what chose it, as `npm start` chooses (README: "Server configuration"). */
+export interface StoreChoice {
+  url: string;
+  from: "--store" | "LEASEHOLD_STORE" | "LEASEHOLD_DB" | "the default";
 }
 
-export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Command {
+export function chooseStore(env: CliIo["env"], given: string | undefined): StoreChoice {
+  if (given !== undefined) return { url: given, from: "--store" };
+  const url = env.LEASEHOLD_STORE || undefined;
+  const db = env.LEASEHOLD_DB || undefined;
+  if (url !== undefined && db !== undefined) {
+    throw new LeaseValidationError("store", [
+      {
+        path: "LEASEHOLD_DB",
+        message:
+          "contradicts LEASEHOLD_STORE: LEASEHOLD_DB names the SQLite file used when LEASEHOLD_STORE is unset; set only one",
+      },
+    ]);
+  }
+  if (url !== undefined) return { url, from: "LEASEHOLD_STORE" };
+  if (db !== undefined) return { url: `sqlite:${db}`, from: "LEASEHOLD_DB" };
+  return { url: DEFAULT_STORE, from: "the default" };
+}
+
+export function buildProgram(
+  io: CliIo,
+  setExitCode: (code: number) => void,
+  chosen: (choice: StoreChoice) => void = () => undefined,
+): Command {
+  const storeOf = (_io: CliIo, given: string | undefined): string => {
+    const choice = chooseStore(io.env, given);
+    chosen(choice);
+    return choice.url;
+  };
   const program = new Command("leasehold")
     .description("Leader election on compare-and-swap leases")
+    .version(packageVersion(), "-V, --version", "print the version and exit")
     .enablePositionalOptions()
     .exitOverride()
     .configureOutput({
@@ -169,9 +208,16 @@ LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`
 /** Runs one command line; resolves to the process exit code. Never throws. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let code = 0;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
+  let store: StoreChoice | undefined;
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c;
+    },
+    (choice) => {
+      store = choice;
+    },
+  );
   try {
     await program.parseAsync(argv, { from: "user" });
     return code;
@@ -182,7 +228,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.say(error.message);
       return EXIT_USAGE;
     }
-    io.say(errorMessage(error));
+    const auth = authFailure(error, io.env);
+    if (auth !== undefined) {
+      io.say(auth);
+      return EXIT_USAGE;
+    }
+    const where = store && isStoreProblem(error) ? ` (store ${store.url}, chosen by ${store.from})` : "";
+    io.say(`${errorMessage(error)}${where}`);
     return error instanceof LeaseValidationError ? EXIT_USAGE : EXIT_RUNTIME;
   }
+}
+
+/** Errors about the store itself, where naming which store and what chose it helps. */
+function isStoreProblem(error: unknown): boolean {
+  return isLeaseStoreError(error) || isStoreUnavailableError(error) || isLeaseCorruptError(error);
 }

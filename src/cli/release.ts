@@ -21,7 +21,8 @@ export interface ReleaseOptions {
 
 export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<number> {
   const name = validateName(o.name);
-  const store = await openStore(o.store, { env: io.env });
+  // A missing database holds no lease to release: never create one.
+  const store = await openStore(o.store, { env: io.env, create: false });
   try {
     const current = await store.get(name);
     if (!current) throw new ReleaseRefusedError(`lease "${name}" does not exist; nothing changed`);

@@ -11,7 +11,8 @@ export interface StatusOptions {
 
 export async function statusCommand(o: StatusOptions, io: CliIo): Promise<number> {
   const prefix = validatePrefix(o.prefix);
-  const store = await openStore(o.store, { env: io.env });
+  // Read-only: a store that does not exist yet is an error, never a new empty database.
+  const store = await openStore(o.store, { env: io.env, create: false });
   try {
     if (!store.list) throw new Error(`the store ${o.store} cannot list leases`);
     const now = Date.now();

@@ -7,7 +7,7 @@
 import type { LeaseStore, Stored } from "../lease.js";
 import { validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { type CliIo, describeExpiry, errorMessage, viewOf } from "./output.js";
+import { authFailure, type CliIo, describeExpiry, errorMessage, viewOf } from "./output.js";
 
 export interface WatchOptions {
   store: string;
@@ -15,6 +15,10 @@ export interface WatchOptions {
   json: boolean;
   /** Poll interval for stores without push. */
   pollMs?: number;
+  /** Stops watching when aborted, as SIGINT/SIGTERM/SIGHUP do (for callers in the same process). */
+  signal?: AbortSignal;
+  /** Called after each poll of a store without push (tests count polls with it). */
+  onPoll?: () => void;
 }
 
 export type WatchEvent = "current" | "absent" | "created" | "acquired" | "renewed" | "released" | "expired";
@@ -33,11 +37,17 @@ export function changeOf(previous: Stored | null | undefined, next: Stored | nul
 
 export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> {
   const name = validateName(o.name);
-  const store = await openStore(o.store, { env: io.env });
+  // Read-only: watching a database that does not exist is an error, never a new empty one.
+  const store = await openStore(o.store, { env: io.env, create: false });
   const abort = new AbortController();
   const stop = () => abort.abort();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  o.signal?.addEventListener("abort", stop, { once: true });
+  // SIGHUP: the terminal went away. EPIPE: whoever read our output is gone. Either way nobody is
+  // watching any more, and an orphaned watcher would poll the store forever.
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  for (const s of signals) process.once(s, stop);
+  const onStdoutError = () => stop();
+  process.stdout.on("error", onStdoutError);
   let last: Stored | null | undefined;
   let expiryTimer: NodeJS.Timeout | undefined;
 
@@ -84,10 +94,12 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
           // The stream ended without being asked to (server restart): reconnect, gently.
           await sleep(1000, abort.signal);
         } else {
-          await poll(store, name, abort.signal, o.pollMs ?? 1000, observe);
+          await poll(store, name, abort.signal, o.pollMs ?? 1000, observe, o.onPoll);
         }
       } catch (error) {
         if (abort.signal.aborted) break;
+        // A refused token stays refused: end (the caller names LEASEHOLD_TOKEN), do not retry forever.
+        if (authFailure(error, io.env) !== undefined) throw error;
         io.say(`store error: ${errorMessage(error)}; retrying in 1s`);
         await sleep(1000, abort.signal);
       }
@@ -95,8 +107,9 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
     return 0;
   } finally {
     clearTimeout(expiryTimer);
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
+    for (const s of signals) process.off(s, stop);
+    o.signal?.removeEventListener("abort", stop);
+    process.stdout.off("error", onStdoutError);
     await store.close?.();
   }
 }
@@ -116,23 +129,25 @@ async function poll(
   signal: AbortSignal,
   everyMs: number,
   observe: (s: Stored | null) => void,
+  onPoll: (() => void) | undefined,
 ): Promise<void> {
   while (!signal.aborted) {
     observe(await store.get(name, { signal }));
+    onPoll?.();
     await sleep(everyMs, signal);
   }
 }
 
+/** Resolves after `ms` or on abort, and always removes its listener (one poll a second for hours must not pile them up). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 }

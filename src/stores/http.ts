@@ -95,8 +95,13 @@ export class HttpStore implements LeaseStore {
     for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
   }
 
-  /** 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied. */
+  /**
+   * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied.
+   * 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
+   * retry fixes, not a store outage (the CLI names LEASEHOLD_TOKEN for it).
+   */
   private mapError(error: unknown, what: string, write: boolean): Error {
+    if (error instanceof LeaseholdApiError && (error.status === 401 || error.status === 403)) return error;
     if (!(error instanceof LeaseholdApiError)) {
       return new LeaseStoreError(`HTTP store ${what}: ${(error as Error).message}`, { ambiguous: write, cause: error });
     }

@@ -4,7 +4,7 @@
  * `UPDATE ... WHERE name = ? AND rev = ?` to replace), so several processes on one host can
  * share the file: WAL mode lets readers run beside the writer, busy_timeout queues writers.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import { z } from "zod";
@@ -31,6 +31,11 @@ const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => 
 export interface SqliteStoreOptions {
   /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
   path: string;
+  /**
+   * Create the file (and its folder) when missing. Default true; false for read-only uses
+   * (`leasehold status`, `watch`, `release`), which must not leave an empty database behind.
+   */
+  create?: boolean;
   /** How long a writer waits for another process's lock before failing (ms). */
   busyTimeoutMs?: number;
   /** Table name (letters, digits, underscore). */
@@ -61,6 +66,7 @@ const optionsSchema = z.object(
         error: "expected 1-63 letters, digits or _, not starting with a digit",
       })
       .default("leases"),
+    create: z.boolean({ error: "expected true or false" }).default(true),
   },
   { error: "expected an object with path" },
 );
@@ -78,8 +84,19 @@ export class SqliteStore implements LeaseStore {
     const o = validate("SqliteStore options", optionsSchema, options);
     const table = o.table;
     this.path = o.path;
-    if (o.path !== ":memory:") mkdirSync(dirname(o.path), { recursive: true });
-    this.db = new Database(o.path, { timeout: o.busyTimeoutMs });
+    if (o.path !== ":memory:" && !o.create && !existsSync(o.path)) {
+      throw new LeaseStoreError(`SQLite ${o.path}: no such database file (nothing was created)`, { ambiguous: false });
+    }
+    try {
+      if (o.path !== ":memory:" && o.create) mkdirSync(dirname(o.path), { recursive: true });
+      this.db = new Database(o.path, { timeout: o.busyTimeoutMs, fileMustExist: !o.create });
+    } catch (cause) {
+      // better-sqlite3 says "unable to open database file" without naming it.
+      throw new LeaseStoreError(
+        `SQLite ${o.path}: cannot open the database: ${(cause as Error).message} (does the folder exist, and may this user write it?)`,
+        { ambiguous: false, cause },
+      );
+    }
     this.db.pragma("journal_mode = WAL");
     // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commit.
     this.db.pragma("synchronous = NORMAL");
