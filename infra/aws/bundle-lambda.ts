@@ -1,4 +1,4 @@
-/** `npx tsx bundle-lambda.ts` (cdk.json runs it before every synth): writes dist/lambda (lib/bundle.ts). */
+/** `npx tsx bundle-lambda.ts` (cdk.json runs it before every synth): writes build/lambda (lib/bundle.ts). */
 import { bundleLambda } from "./lib/bundle.js";
 import { DEFAULT_CODE_DIR } from "./lib/config.js";
 

@@ -7,7 +7,7 @@
  *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API (same bounds as every entry)
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
- *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda, written by bundle-lambda.ts)
+ *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/build/lambda, written by bundle-lambda.ts)
  *   LEASEHOLD_STACK_NAME    stack name (default Leasehold)
  *   CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION  set by the CDK CLI from your AWS profile
  * The stack then checks the environment it gives the function with the Lambda entry's schema
@@ -21,7 +21,8 @@ import { envChoice, envMatching, envText, readVariables } from "../../../src/run
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");
-export const DEFAULT_CODE_DIR = join(REPO_ROOT, "dist", "lambda");
+// Outside dist/: dist/ is what npm packs, and a bundle with its SDK would bloat the package.
+export const DEFAULT_CODE_DIR = join(REPO_ROOT, "build", "lambda");
 
 const deploySettings = z.looseObject({
   LEASEHOLD_AUTH: envChoice(["tokens", "iam"]),
