@@ -121,6 +121,8 @@ export class AzureBlobStore implements LeaseStore {
   readonly prefix: string;
   /** True only for the client this store created: then nothing is ever sent twice. */
   private readonly writesNeverRetry: boolean;
+  /** Client-side limit per request (the SDK's own `tryTimeoutInMs` is only a hint to the server). */
+  private readonly timeoutMs: number | undefined;
 
   constructor(options: AzureBlobStoreOptions) {
     const issues = checkOptions(options);
@@ -129,12 +131,13 @@ export class AzureBlobStore implements LeaseStore {
     if (typeof options.container !== "string") {
       this.container = options.container;
       this.writesNeverRetry = false;
+      this.timeoutMs = undefined;
       return;
     }
-    const timeout = options.timeoutMs ?? 10_000;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
     // One try per request: a retried conditional PUT whose first try applied would fail its own
     // condition, turning a success into an apparent conflict. The elector retries instead.
-    const pipeline: StoragePipelineOptions = { retryOptions: { maxTries: 1, tryTimeoutInMs: timeout } };
+    const pipeline: StoragePipelineOptions = { retryOptions: { maxTries: 1 } };
     const service =
       options.connectionString !== undefined
         ? BlobServiceClientClass.fromConnectionString(options.connectionString, pipeline)
@@ -161,11 +164,13 @@ export class AzureBlobStore implements LeaseStore {
     const body = utf8.encode(JSON.stringify(record));
     let etag: string | undefined;
     try {
-      const out = await this.blob(record.name).upload(body, body.byteLength, {
-        conditions,
-        blobHTTPHeaders: { blobContentType: "application/json", blobCacheControl: "no-store" },
-        ...(signal ? { abortSignal: signal } : {}),
-      });
+      const out = await this.withDeadline(signal, (abortSignal) =>
+        this.blob(record.name).upload(body, body.byteLength, {
+          conditions,
+          blobHTTPHeaders: { blobContentType: "application/json", blobCacheControl: "no-store" },
+          ...(abortSignal ? { abortSignal } : {}),
+        }),
+      );
       etag = out.etag;
     } catch (error) {
       const failure = describeFailure(error);
@@ -209,12 +214,15 @@ export class AzureBlobStore implements LeaseStore {
     let body: string;
     let etag: string | undefined;
     try {
-      const out = await this.blob(name).download(0, undefined, {
-        maxRetryRequests: 0,
-        ...(signal ? { abortSignal: signal } : {}),
+      const out = await this.withDeadline(signal, async (abortSignal) => {
+        const response = await this.blob(name).download(0, undefined, {
+          maxRetryRequests: 0,
+          ...(abortSignal ? { abortSignal } : {}),
+        });
+        return { etag: response.etag, body: await bodyText(response) };
       });
       etag = out.etag;
-      body = await bodyText(out);
+      body = out.body;
     } catch (error) {
       const failure = describeFailure(error);
       if (failure.status === 404 && failure.code === "BlobNotFound") return null;
@@ -259,6 +267,36 @@ export class AzureBlobStore implements LeaseStore {
       ambiguous,
       cause,
     });
+  }
+
+  /**
+   * Runs one request under the caller's signal and this store's timeout. A request cut off by the
+   * timeout fails with a `TimeoutError` naming the limit (for a write: ambiguous, it may still apply).
+   */
+  private async withDeadline<T>(
+    signal: AbortSignal | undefined,
+    run: (signal: AbortSignal | undefined) => Promise<T>,
+  ): Promise<T> {
+    const limit = this.timeoutMs;
+    if (limit === undefined) return run(signal);
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, limit);
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await run(controller.signal);
+    } catch (error) {
+      if (!timedOut) throw error;
+      throw Object.assign(new Error(`no answer within ${limit} ms`, { cause: error }), { name: "TimeoutError" });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   private blob(name: string): BlockBlobClient {
