@@ -199,7 +199,7 @@ export class AzureBlobStore implements LeaseStore {
         page = await pages.next();
       } catch (error) {
         throw new LeaseStoreError(
-          `Azure List Blobs of ${this.container.url}/${namePrefix}* failed: ${describeFailure(error).message}`,
+          `Azure List Blobs of ${this.container.url.split("?")[0]}/${namePrefix}* failed: ${describeFailure(error).message}`,
           { ambiguous: false, cause: error },
         );
       }
@@ -303,8 +303,9 @@ export class AzureBlobStore implements LeaseStore {
     return this.container.getBlockBlobClient(objectKey(this.prefix, name));
   }
 
+  /** The blob's URL for messages, without the query string (a SAS token is a credential). */
   private where(name: string): string {
-    return `${this.container.url}/${objectKey(this.prefix, name)}`;
+    return `${this.container.url.split("?")[0]}/${objectKey(this.prefix, name)}`;
   }
 }
 
