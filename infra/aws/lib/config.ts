@@ -3,7 +3,8 @@
  * fails with the variable's name instead of a broken deployment:
  *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
  *   LEASEHOLD_TOKENS        JSON array of scoped tokens, checked by the API's parser (required with "tokens")
- *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
+ *   LEASEHOLD_STORE_KIND    where leases live: "dynamodb" (default, a table) or "s3" (a bucket)
+ *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table (DynamoDB only)
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
  *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/dist/lambda, written by bundle-lambda.ts)
@@ -27,11 +28,18 @@ export function propsFromEnv(env: Record<string, string | undefined>): Leasehold
   if (tokens !== undefined && parseTokens(tokens).length === 0) {
     throw new Error("LEASEHOLD_TOKENS: expected at least one token");
   }
+  const store = env.LEASEHOLD_STORE_KIND;
+  if (store !== undefined && store !== "dynamodb" && store !== "s3") {
+    throw new Error(`LEASEHOLD_STORE_KIND: expected "dynamodb" or "s3", got ${JSON.stringify(store)}`);
+  }
   const skew = env.LEASEHOLD_MAX_SKEW_MS;
   if (skew !== undefined && !/^[0-9]+$/.test(skew)) {
     throw new Error(`LEASEHOLD_MAX_SKEW_MS: expected whole milliseconds, got ${JSON.stringify(skew)}`);
   }
   const ttl = env.LEASEHOLD_TTL_ATTRIBUTE;
+  if (ttl !== undefined && store === "s3") {
+    throw new Error("LEASEHOLD_TTL_ATTRIBUTE: applies to the DynamoDB table only, not with LEASEHOLD_STORE_KIND=s3");
+  }
   if (ttl !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,254}$/.test(ttl)) {
     throw new Error(
       `LEASEHOLD_TTL_ATTRIBUTE: expected an attribute name (letters, digits, _), got ${JSON.stringify(ttl)}`,
@@ -53,6 +61,7 @@ export function propsFromEnv(env: Record<string, string | undefined>): Leasehold
     codeDir,
     authType: auth === "iam" ? "AWS_IAM" : "NONE",
     ...(tokens !== undefined ? { tokens } : {}),
+    ...(store !== undefined ? { store } : {}),
     ...(ttl !== undefined ? { ttlAttribute: ttl } : {}),
     ...(skew !== undefined ? { maxSkewMs: Number(skew) } : {}),
     ...(node !== undefined ? { nodeVersion: Number(node) as 20 | 22 | 24 } : {}),
