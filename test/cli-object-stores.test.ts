@@ -2,6 +2,7 @@
  * `leasehold run --store s3://...` and `--store azblob://...` as real OS processes against
  * versitygw and azurite: the first wrapper is elected and runs its command, the second sees it
  * holding, and on SIGTERM to the first the lease is released and the second takes over at term 2.
+ * `leasehold serve` on the same URLs serves the API, and `leasehold status` lists through the store.
  * Credentials reach the CLI the way they would in production: through its environment.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -29,7 +30,7 @@ interface Target {
 async function s3Target(): Promise<Target> {
   const endpoint = process.env.S3_ENDPOINT;
   if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
-  const bucket = `cli-${Date.now().toString(36)}`;
+  const bucket = `cli-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
   const admin = new S3Client({
     endpoint,
     region: S3_TEST_REGION,
@@ -59,7 +60,7 @@ async function s3Target(): Promise<Target> {
 async function azureTarget(): Promise<Target> {
   const endpoint = process.env.AZURE_BLOB_ENDPOINT;
   if (!endpoint) throw new Error("AZURE_BLOB_ENDPOINT is not set: test/servers/azurite.server.ts should have started");
-  const container = `cli-${Date.now().toString(36)}`;
+  const container = `cli-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
   const connectionString = azuriteConnectionString(endpoint);
   await BlobServiceClient.fromConnectionString(connectionString).getContainerClient(container).create();
   return {
@@ -118,5 +119,30 @@ describe.each([
     const aStop = lines.find((l) => l.identity === "A" && l.event === "stop");
     const bStart = lines.find((l) => l.identity === "B" && l.event === "start");
     expect(aStop!.at).toBeLessThanOrEqual(bStart!.at);
+  });
+
+  it("serve: the API on this store (acquire over HTTP lands in the bucket); status lists it", async ({
+    onTestFinished,
+  }) => {
+    const { url, env, store } = await target();
+    const procs = new CliProcesses(env);
+    onTestFinished(() => procs.killAll());
+    const server = procs.start(["serve", "--port", "0", "--store", url, "--json"]);
+    const { url: api } = await until("the listening address", () => {
+      const line = server.stdout().split("\n")[0];
+      return line ? (JSON.parse(line) as { url: string }) : undefined;
+    });
+    const response = await fetch(`${api}/v1/leases/${encodeURIComponent("adapters/billing")}/acquire`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ holder: "pod-a", leaseMs: 15_000 }),
+    });
+    expect(response.status).toBe(200);
+    expect((await store.get("adapters/billing"))?.record).toMatchObject({ holder: "pod-a", term: 1 });
+    const status = await procs.run(["status", "adapters/", "--store", url, "--json"]);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject([{ name: "adapters/billing", holder: "pod-a", term: 1 }]);
+    server.child.kill("SIGTERM");
+    expect((await server.exited).code).toBe(0);
   });
 });
