@@ -82,6 +82,7 @@ describeObjectStoreElectorFaults("s3", {
   proxy: () => proxy,
   store: (options) => viaProxy(options),
   truth: () => ownClient(),
+  conditionalConflict: true,
 });
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
