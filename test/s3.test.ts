@@ -315,6 +315,21 @@ describe("S3Store: faults with its own client (one attempt per request)", () => 
     await store.close();
   });
 
+  it("credentials that cannot be loaded fail before sending: not ambiguous, naming the cause", async () => {
+    const store = ownClient({
+      credentials: async () => {
+        throw Object.assign(new Error("no credentials in this test"), { name: "CredentialsProviderError" });
+      },
+    });
+    const error = await rejection(store.put(makeRecord(uniqueName()), null));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(error)).toBe(false);
+    expect((error as Error).message).toMatch(
+      /CredentialsProviderError: no credentials in this test.*nothing was written/,
+    );
+    await store.close();
+  });
+
   it("a refused connection before anything was sent is not ambiguous", async () => {
     const store = ownClient({ endpoint: "http://127.0.0.1:1" });
     const error = await rejection(store.put(makeRecord(uniqueName()), null));

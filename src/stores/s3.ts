@@ -105,6 +105,11 @@ interface SdkFailure {
   status: number | undefined;
   attempts: number;
   code: string;
+  /**
+   * True when the SDK failed before the request reached its retry loop (no `$metadata`): a missing
+   * region, credentials that could not be loaded. Nothing was sent.
+   */
+  unsent: boolean;
   /** "Name: message (HTTP status)", for error messages. */
   message: string;
 }
@@ -276,7 +281,7 @@ export class S3Store implements LeaseStore {
       const rejected =
         failure.status !== undefined
           ? failure.status >= 400 && failure.status < 500 && !AMBIGUOUS_STATUS.has(failure.status)
-          : NEVER_SENT.has(failure.code);
+          : NEVER_SENT.has(failure.code) || failure.unsent;
       ambiguous = retried || !rejected || THROTTLING.has(failure.name);
       outcome = ambiguous ? "the write may or may not have applied" : "nothing was written";
     }
@@ -366,5 +371,7 @@ function describeFailure(error: unknown): SdkFailure {
   const code = typeof e?.code === "string" ? e.code.toUpperCase() : "";
   const text = typeof e?.message === "string" ? e.message : String(error);
   const message = typeof status === "number" ? `${name}: ${text} (HTTP ${status})` : `${name}: ${text}`;
-  return { name, status: typeof status === "number" ? status : undefined, attempts, code, message };
+  // An abort or timeout may strike after sending, whatever the SDK attached.
+  const unsent = e?.$metadata === undefined && !["AbortError", "TimeoutError"].includes(name);
+  return { name, status: typeof status === "number" ? status : undefined, attempts, code, unsent, message };
 }
