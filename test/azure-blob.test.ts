@@ -263,6 +263,24 @@ describe("AzureBlobStore: faults with its own client (one try per request)", () 
     expect(read).toBeInstanceOf(LeaseStoreError);
   });
 
+  it("an Azure blob lease someone put on the blob (412 LeaseIdMissing) is a definite error, not a conflict", async () => {
+    const store = ownClient();
+    const name = uniqueName();
+    const first = await store.put(makeRecord(name), null);
+    const blobLease = admin.getBlockBlobClient(`leases/${name}.json`).getBlobLeaseClient();
+    await blobLease.acquireLease(15);
+    try {
+      const error = await rejection(store.put(makeRecord(name, { renewedAt: 1 }), first.revision));
+      expect(error).toBeInstanceOf(LeaseStoreError);
+      expect(error).not.toBeInstanceOf(LeaseConflictError);
+      expect(isAmbiguous(error)).toBe(false);
+      expect((error as Error).message).toMatch(/HTTP 412 LeaseIdMissing.*nothing was written/);
+      expect(await store.get(name)).toEqual(first);
+    } finally {
+      await blobLease.releaseLease();
+    }
+  });
+
   it("a refused connection before anything was sent is not ambiguous", async () => {
     const store = ownClient({ connectionString: azuriteConnectionString(`http://127.0.0.1:1/${AZURITE_ACCOUNT}`) });
     const error = await rejection(store.put(makeRecord(uniqueName()), null));
