@@ -209,6 +209,8 @@ function countsTable(results: Measured[]): Table {
 const COSTED: Array<{ prices: RequestPrices; from: BackendName; why: string }> = [
   { prices: PRICES.dynamodb, from: "dynamodb", why: "dynalite counts" },
   { prices: PRICES.gcs, from: "gcs", why: "fake-gcs-server counts" },
+  { prices: PRICES.s3, from: "s3", why: "versitygw counts" },
+  { prices: PRICES.azureBlob, from: "azure-blob", why: "azurite counts" },
   {
     prices: PRICES.durableObjects,
     from: "sqlite",

@@ -4,23 +4,35 @@
  * building, the call timeout race, the store call, adopting the result, re-arming the watchdog).
  * - memory: raw = a hand-written Map compare-and-set (no validation, no copies);
  * - sqlite: raw = the store's `UPDATE ... WHERE name = ? AND rev = ?` through better-sqlite3 directly;
- * - http: raw = one `fetch` PUT with If-Match to a local `serve()` on SQLite (same process).
+ * - http: raw = one `fetch` PUT with If-Match to a local `serve()` on SQLite (same process);
+ * - s3: raw = the SDK's PutObject with If-Match, the same client settings the store uses, on
+ *   versitygw; azure blob: raw = the SDK's upload with ifMatch, on azurite. For these two the raw
+ *   call and store.put alternate call by call, so both meet the same server and machine load.
  * DynamoDB and GCS have their own benchmarks (dynamodb.bench.ts, gcs.bench.ts) with the same rows;
  * they are referenced here, not repeated.
  */
+import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { BlobServiceClient } from "@azure/storage-blob";
 import Database from "better-sqlite3";
 import { Elector } from "../src/elector.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
+import { AzureBlobStore } from "../src/stores/azure-blob.js";
 import { HttpStore } from "../src/stores/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
+import { S3Store } from "../src/stores/s3.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
+import { startAzurite } from "../test/servers/azurite.server.js";
+import { S3_TEST_CREDENTIALS, S3_TEST_REGION, startVersitygw } from "../test/servers/versitygw.server.js";
 import { benchRecord, machineLoad, QUICK, tempDir } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";
 
 const N = QUICK ? 200 : 2000;
 /** Renewals timed through a real Elector (each waits renewMs on a timer, so fewer). */
 const RENEWALS = QUICK ? 100 : 500;
+/** Calls per row for the emulated object stores (about 10 ms each on loopback). */
+const N_OBJECT = QUICK ? 100 : 500;
+const RENEWALS_OBJECT = QUICK ? 50 : 200;
 
 type Samples = { raw: number[]; put: number[]; renewal: number[] };
 
@@ -32,8 +44,37 @@ async function timePut(store: LeaseStore, name: string): Promise<number[]> {
   });
 }
 
+/**
+ * The raw call and store.put, alternating call by call (each on its own lease), so a change in
+ * server or machine load affects both alike. Returns [raw, put] samples.
+ */
+async function timeAlternating(
+  n: number,
+  raw: () => Promise<unknown>,
+  store: LeaseStore,
+  name: string,
+): Promise<[number[], number[]]> {
+  let held: Stored = await store.put(benchRecord(name), null);
+  const put = () => store.put({ ...held.record, renewedAt: Date.now(), writeId: newWriteId() }, held.revision);
+  for (let i = 0; i < 20; i++) {
+    await raw();
+    held = await put();
+  }
+  const rawSamples: number[] = [];
+  const putSamples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let t0 = performance.now();
+    await raw();
+    rawSamples.push(performance.now() - t0);
+    t0 = performance.now();
+    held = await put();
+    putSamples.push(performance.now() - t0);
+  }
+  return [rawSamples, putSamples];
+}
+
 /** A real Elector renewing as fast as its timer allows; each sample is send -> `renewed`. */
-async function timeElectorRenewals(store: LeaseStore, name: string): Promise<number[]> {
+async function timeElectorRenewals(store: LeaseStore, name: string, renewals = RENEWALS): Promise<number[]> {
   const elector = new Elector({
     store,
     name,
@@ -50,7 +91,7 @@ async function timeElectorRenewals(store: LeaseStore, name: string): Promise<num
       const sentAt = elector.current.lastRenewalSentAt ?? Number.NaN;
       if (warmup-- > 0) return;
       samples.push(performance.now() - sentAt);
-      if (samples.length >= RENEWALS) resolve();
+      if (samples.length >= renewals) resolve();
     });
   });
   elector.start();
@@ -115,6 +156,88 @@ async function httpSamples(path: (file: string) => string): Promise<Samples> {
   }
 }
 
+async function s3Samples(): Promise<Samples> {
+  const server = await startVersitygw();
+  const bucket = `bench-${Date.now().toString(36)}`;
+  // The settings S3Store gives the client it creates: one attempt, the same timeouts.
+  const client = new S3Client({
+    endpoint: server.endpoint,
+    region: S3_TEST_REGION,
+    forcePathStyle: true,
+    credentials: S3_TEST_CREDENTIALS,
+    maxAttempts: 1,
+    requestHandler: { requestTimeout: 10_000, connectionTimeout: 10_000, throwOnRequestTimeout: true },
+  });
+  const store = new S3Store({
+    bucket,
+    endpoint: server.endpoint,
+    region: S3_TEST_REGION,
+    forcePathStyle: true,
+    credentials: S3_TEST_CREDENTIALS,
+  });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const send = (condition: { IfNoneMatch: string } | { IfMatch: string }) =>
+      client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: "raw/lease.json",
+          Body: JSON.stringify(benchRecord("raw")),
+          ContentType: "application/json",
+          CacheControl: "no-store",
+          ...condition,
+        }),
+      );
+    let etag = (await send({ IfNoneMatch: "*" })).ETag!;
+    const [raw, put] = await timeAlternating(
+      N_OBJECT,
+      async () => {
+        etag = (await send({ IfMatch: etag })).ETag!;
+      },
+      store,
+      "put",
+    );
+    return { raw, put, renewal: await timeElectorRenewals(store, "renew", RENEWALS_OBJECT) };
+  } finally {
+    client.destroy();
+    await store.close();
+    await server.stop();
+  }
+}
+
+async function azureSamples(): Promise<Samples> {
+  const server = await startAzurite();
+  const containerName = `bench-${Date.now().toString(36)}`;
+  // The settings AzureBlobStore gives the client it creates: one try per request.
+  const container = BlobServiceClient.fromConnectionString(server.connectionString, {
+    retryOptions: { maxTries: 1 },
+  }).getContainerClient(containerName);
+  const store = new AzureBlobStore({ container: containerName, connectionString: server.connectionString });
+  try {
+    await container.create();
+    const blob = container.getBlockBlobClient("raw/lease.json");
+    const send = async (conditions: { ifNoneMatch: string } | { ifMatch: string }) => {
+      const body = new TextEncoder().encode(JSON.stringify(benchRecord("raw")));
+      return blob.upload(body, body.byteLength, {
+        conditions,
+        blobHTTPHeaders: { blobContentType: "application/json", blobCacheControl: "no-store" },
+      });
+    };
+    let etag = (await send({ ifNoneMatch: "*" })).etag!;
+    const [raw, put] = await timeAlternating(
+      N_OBJECT,
+      async () => {
+        etag = (await send({ ifMatch: etag })).etag!;
+      },
+      store,
+      "put",
+    );
+    return { raw, put, renewal: await timeElectorRenewals(store, "renew", RENEWALS_OBJECT) };
+  } finally {
+    await server.stop();
+  }
+}
+
 export async function run(): Promise<Table[]> {
   const dir = tempDir("overhead");
   const rows: Array<Array<string | number>> = [];
@@ -124,6 +247,8 @@ export async function run(): Promise<Table[]> {
       ["memory", "hand-written Map compare-and-set", memorySamples],
       ["sqlite", "better-sqlite3 UPDATE ... WHERE rev = ?", () => sqliteSamples(dir.path)],
       ["http → sqlite", "fetch PUT with If-Match", () => httpSamples(dir.path)],
+      ["s3 (versitygw)", "SDK PutObject with If-Match", s3Samples],
+      ["azure blob (azurite)", "SDK upload with ifMatch", azureSamples],
     ];
     for (const [backend, rawLabel, measure] of backends) {
       const s = await measure();
@@ -154,8 +279,9 @@ export async function run(): Promise<Table[]> {
       title: "Library overhead: one CAS raw vs store.put vs an Elector renewal",
       note:
         `One call at a time on one lease, ${N} store calls after 20 warm-up calls, ${RENEWALS} Elector renewals ` +
-        `(renewMs 1) after 20; µs. Ratio = median / raw median. The HTTP server runs in the same process as the ` +
-        `client. ${machineLoad()} at the end.`,
+        `(renewMs 1) after 20; for S3 and Azure ${N_OBJECT} raw calls and store.put calls alternating, and ` +
+        `${RENEWALS_OBJECT} renewals; µs. Ratio = median / raw median. The HTTP server runs in the same process as the ` +
+        `client; versitygw and azurite are local processes. ${machineLoad()} at the end.`,
       columns: ["backend", "operation", "median µs", "p99 µs", "ratio to raw"],
       rows,
     },

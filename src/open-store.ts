@@ -5,6 +5,10 @@
  *   memory:
  *   dynamodb://TABLE?region=eu-west-1&endpoint=http://127.0.0.1:8000&pk=name&ttl=expires
  *   gcs://BUCKET/PREFIX?endpoint=http://127.0.0.1:4443&project=my-project
+ *   s3://BUCKET/PREFIX?region=eu-west-1&endpoint=http://127.0.0.1:7070&pathStyle=true
+ *   azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=http://127.0.0.1:10000/ACCOUNT
+ *     (Azure credentials from the environment: AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY
+ *     or AZURE_STORAGE_SAS_TOKEN, in that order)
  *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
  *
  * `parseStoreUrl` is pure: it only describes the URL. `openStore` loads the one backend module the
@@ -31,6 +35,10 @@ export type StoreUrl =
     }
   /** `prefix` absent (no path, or just "/"): the store's default, "leases/". */
   | { kind: "gcs"; bucket: string; prefix?: string; endpoint?: string; projectId?: string }
+  /** `prefix` absent: the store's default, "leases/". */
+  | { kind: "s3"; bucket: string; prefix?: string; region?: string; endpoint?: string; forcePathStyle?: boolean }
+  /** `endpoint` absent: https://ACCOUNT.blob.core.windows.net. `prefix` absent: "leases/". */
+  | { kind: "azure-blob"; account: string; container: string; prefix?: string; endpoint?: string }
   | { kind: "http"; baseUrl: string };
 
 export type StoreKind = StoreUrl["kind"];
@@ -42,13 +50,17 @@ export const STORE_URL_FORMS: readonly string[] = [
   "memory:",
   "dynamodb://TABLE?region=REGION&endpoint=URL&pk=ATTRIBUTE&ttl=ATTRIBUTE",
   "gcs://BUCKET/PREFIX?endpoint=URL&project=PROJECT",
+  "s3://BUCKET/PREFIX?region=REGION&endpoint=URL&pathStyle=true",
+  "azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=URL (key from AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN)",
   "http(s)://HOST[:PORT]/ (token from LEASEHOLD_TOKEN)",
 ];
 
 export interface OpenStoreOptions {
   /**
    * Environment variables to take defaults from: LEASEHOLD_TOKEN (http), AWS_REGION /
-   * AWS_DEFAULT_REGION (dynamodb), GOOGLE_CLOUD_PROJECT (gcs). Nothing is read when omitted.
+   * AWS_DEFAULT_REGION (dynamodb, s3), GOOGLE_CLOUD_PROJECT (gcs), AZURE_STORAGE_CONNECTION_STRING /
+   * AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN (azblob). Nothing is read when omitted. (The AWS
+   * SDK reads its own credentials chain from the process environment.)
    */
   env?: Record<string, string | undefined>;
   /**
@@ -70,6 +82,12 @@ const DYNAMODB_TABLE = /^[A-Za-z0-9_.-]{3,255}$/;
 const DYNAMODB_ATTRIBUTE = /^[A-Za-z_][A-Za-z0-9_.-]{0,254}$/;
 // GCS bucket names: 3-63 characters (up to 222 with dots) of lowercase letters, digits, - _ .
 const GCS_BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+// S3 bucket names: 3-63 characters of lowercase letters, digits, dots and hyphens.
+const S3_BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const AWS_REGION = /^[a-z0-9-]{1,64}$/;
+// Azure storage accounts: 3-24 lowercase letters and digits; containers: 3-63 of a-z 0-9 - without "--".
+const AZURE_ACCOUNT = /^[a-z0-9]{3,24}$/;
+const AZURE_CONTAINER = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 
 /** Reads the query parameters a scheme allows; any other one is an error naming it. */
 function queryParams(url: URL, scheme: string, allowed: readonly string[]): Map<string, string> {
@@ -131,6 +149,10 @@ export function parseStoreUrl(url: string): StoreUrl {
       return parseDynamoDb(url);
     case "gcs":
       return parseGcs(url);
+    case "s3":
+      return parseS3(url);
+    case "azblob":
+      return parseAzureBlob(url);
     case "http":
     case "https":
       return parseHttp(url);
@@ -208,15 +230,7 @@ function parseGcs(text: string): StoreUrl {
       `expected 3-222 characters of a-z 0-9 - _ . starting and ending with a letter or digit, got ${JSON.stringify(bucket)}`,
     );
   }
-  let prefix: string;
-  try {
-    prefix = decodeURIComponent(url.pathname.replace(/^\//, ""));
-  } catch {
-    throw invalid("gcs prefix", "expected valid percent-encoding");
-  }
-  if (prefix.startsWith("/") || prefix.includes("//")) {
-    throw invalid("gcs prefix", `expected object name segments without empty parts, got ${JSON.stringify(prefix)}`);
-  }
+  const prefix = pathPrefix(url, "gcs prefix");
   const params = queryParams(url, "gcs", ["endpoint", "project"]);
   const endpoint = endpointParam(params.get("endpoint"));
   const projectId = params.get("project");
@@ -226,6 +240,93 @@ function parseGcs(text: string): StoreUrl {
     ...(prefix === "" ? {} : { prefix }),
     ...(endpoint === undefined ? {} : { endpoint }),
     ...(projectId === undefined ? {} : { projectId }),
+  };
+}
+
+/** The object-name prefix in a URL's path (decoded), or "" for none. */
+function pathPrefix(url: URL, part: string, path = url.pathname): string {
+  let prefix: string;
+  try {
+    prefix = decodeURIComponent(path.replace(/^\//, ""));
+  } catch {
+    throw invalid(part, "expected valid percent-encoding");
+  }
+  if (prefix.startsWith("/") || prefix.includes("//")) {
+    throw invalid(part, `expected object name segments without empty parts, got ${JSON.stringify(prefix)}`);
+  }
+  return prefix;
+}
+
+function parseS3(text: string): StoreUrl {
+  if (!text.toLowerCase().startsWith("s3://")) throw invalid("s3 URL", `expected "s3://BUCKET/PREFIX"`);
+  const url = parseUrl(text, "s3 URL");
+  noFragment(url);
+  if (url.username !== "" || url.password !== "") {
+    throw invalid("credentials", "expected no user:password@ in the URL; the AWS SDK reads credentials itself");
+  }
+  if (url.port !== "") throw invalid("s3 bucket", "expected a bucket name, not host:port (use ?endpoint=)");
+  const bucket = url.hostname;
+  if (!S3_BUCKET.test(bucket)) {
+    throw invalid(
+      "s3 bucket",
+      `expected 3-63 characters of a-z 0-9 . - starting and ending with a letter or digit, got ${JSON.stringify(bucket)}`,
+    );
+  }
+  const prefix = pathPrefix(url, "s3 prefix");
+  const params = queryParams(url, "s3", ["region", "endpoint", "pathStyle"]);
+  const region = params.get("region");
+  if (region !== undefined && !AWS_REGION.test(region)) {
+    throw invalid(
+      'query parameter "region"',
+      `expected an AWS region such as eu-west-1, got ${JSON.stringify(region)}`,
+    );
+  }
+  const pathStyle = params.get("pathStyle");
+  if (pathStyle !== undefined && pathStyle !== "true" && pathStyle !== "false") {
+    throw invalid('query parameter "pathStyle"', `expected true or false, got ${JSON.stringify(pathStyle)}`);
+  }
+  const endpoint = endpointParam(params.get("endpoint"));
+  return {
+    kind: "s3",
+    bucket,
+    ...(prefix === "" ? {} : { prefix }),
+    ...(region === undefined ? {} : { region }),
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(pathStyle === undefined ? {} : { forcePathStyle: pathStyle === "true" }),
+  };
+}
+
+function parseAzureBlob(text: string): StoreUrl {
+  if (!text.toLowerCase().startsWith("azblob://")) {
+    throw invalid("azblob URL", `expected "azblob://ACCOUNT/CONTAINER/PREFIX"`);
+  }
+  const url = parseUrl(text, "azblob URL");
+  noFragment(url);
+  if (url.username !== "" || url.password !== "") {
+    throw invalid("credentials", "expected no user:password@ in the URL; put the key in AZURE_STORAGE_KEY");
+  }
+  if (url.port !== "")
+    throw invalid("azblob account", "expected a storage account name, not host:port (use ?endpoint=)");
+  const account = url.hostname;
+  if (!AZURE_ACCOUNT.test(account)) {
+    throw invalid("azblob account", `expected 3-24 characters of a-z 0-9, got ${JSON.stringify(account)}`);
+  }
+  const [, container = "", ...rest] = url.pathname.split("/");
+  if (!AZURE_CONTAINER.test(container)) {
+    throw invalid(
+      "azblob container",
+      `expected 3-63 characters of a-z 0-9 - (no "--") after the account, got ${JSON.stringify(container)}`,
+    );
+  }
+  const prefix = rest.length === 0 ? "" : pathPrefix(url, "azblob prefix", `/${rest.join("/")}`);
+  const params = queryParams(url, "azblob", ["endpoint"]);
+  const endpoint = endpointParam(params.get("endpoint"));
+  return {
+    kind: "azure-blob",
+    account,
+    container,
+    ...(prefix === "" ? {} : { prefix }),
+    ...(endpoint === undefined ? {} : { endpoint }),
   };
 }
 
@@ -283,6 +384,16 @@ interface DynamoDbSdk {
 interface GcsModule {
   GcsStore: new (options: { bucket: string; prefix?: string; apiEndpoint?: string; projectId?: string }) => LeaseStore;
 }
+interface S3Module {
+  S3Store: new (options: S3UrlOptions) => LeaseStore;
+}
+interface AzureBlobModule {
+  AzureBlobStore: new (options: AzureBlobUrlOptions) => LeaseStore;
+}
+interface AzureSdk {
+  StorageSharedKeyCredential: new (account: string, key: string) => unknown;
+  AnonymousCredential: new () => unknown;
+}
 interface HttpModule {
   HttpStore: new (options: { baseUrl: string; token?: string }) => LeaseStore;
 }
@@ -306,6 +417,80 @@ export function dynamoDbTableOptions(spec: Extract<StoreUrl, { kind: "dynamodb" 
     ...(spec.partitionKey === undefined ? {} : { partitionKey: spec.partitionKey }),
     ...(spec.ttlAttribute === undefined ? {} : { ttlAttribute: spec.ttlAttribute }),
   };
+}
+
+/** What `new S3Store(...)` takes from an `s3://` URL (shared with the Worker runtime, which adds credentials). */
+export interface S3UrlOptions {
+  bucket: string;
+  prefix?: string;
+  region: string;
+  endpoint?: string;
+  forcePathStyle?: boolean;
+}
+
+/** The S3 store's options from an `s3://` URL, the region defaulting to AWS_REGION / AWS_DEFAULT_REGION in `env`. */
+export function s3StoreOptions(
+  spec: Extract<StoreUrl, { kind: "s3" }>,
+  env: Record<string, string | undefined>,
+): S3UrlOptions {
+  const region = spec.region ?? (env.AWS_REGION || undefined) ?? (env.AWS_DEFAULT_REGION || undefined);
+  if (region === undefined) {
+    throw invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
+  }
+  return {
+    bucket: spec.bucket,
+    region,
+    ...(spec.prefix === undefined ? {} : { prefix: spec.prefix }),
+    ...(spec.endpoint === undefined ? {} : { endpoint: spec.endpoint }),
+    ...(spec.forcePathStyle === undefined ? {} : { forcePathStyle: spec.forcePathStyle }),
+  };
+}
+
+/** What `new AzureBlobStore(...)` takes from an `azblob://` URL and the environment. */
+export type AzureBlobUrlOptions = { container: string; prefix?: string } & (
+  | { connectionString: string }
+  | { accountUrl: string; credential: unknown }
+);
+
+/**
+ * The Azure Blob store's options from an `azblob://` URL and its credentials from `env`:
+ * AZURE_STORAGE_CONNECTION_STRING (it must name the URL's account and brings its own endpoint), else
+ * AZURE_STORAGE_KEY (the account key), else AZURE_STORAGE_SAS_TOKEN. `sharedKey` builds the
+ * SDK's StorageSharedKeyCredential, `anonymous` its AnonymousCredential (for a SAS).
+ */
+export function azureBlobStoreOptions(
+  spec: Extract<StoreUrl, { kind: "azure-blob" }>,
+  env: Record<string, string | undefined>,
+  credentials: { sharedKey: (account: string, key: string) => unknown; anonymous: () => unknown },
+): AzureBlobUrlOptions {
+  const base = { container: spec.container, ...(spec.prefix === undefined ? {} : { prefix: spec.prefix }) };
+  const connectionString = env.AZURE_STORAGE_CONNECTION_STRING;
+  if (connectionString) {
+    if (spec.endpoint !== undefined) {
+      throw invalid(
+        'query parameter "endpoint"',
+        "not used with AZURE_STORAGE_CONNECTION_STRING, which names the endpoint",
+      );
+    }
+    const named = /(?:^|;)\s*AccountName=([^;]*)/i.exec(connectionString)?.[1]?.trim();
+    if (named !== spec.account) {
+      throw invalid(
+        "azblob account",
+        `the URL names account "${spec.account}" but AZURE_STORAGE_CONNECTION_STRING is for ${named ? `"${named}"` : "no AccountName"}`,
+      );
+    }
+    return { ...base, connectionString };
+  }
+  const accountUrl = (spec.endpoint ?? `https://${spec.account}.blob.core.windows.net`).replace(/\/+$/, "");
+  if (env.AZURE_STORAGE_KEY) {
+    return { ...base, accountUrl, credential: credentials.sharedKey(spec.account, env.AZURE_STORAGE_KEY) };
+  }
+  const sas = env.AZURE_STORAGE_SAS_TOKEN?.replace(/^\?/, "");
+  if (sas) return { ...base, accountUrl: `${accountUrl}?${sas}`, credential: credentials.anonymous() };
+  throw invalid(
+    "azblob credentials",
+    "expected AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN in the environment (for Entra ID, create AzureBlobStore in code with a TokenCredential)",
+  );
 }
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
@@ -345,6 +530,21 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
         ...(spec.endpoint === undefined ? {} : { apiEndpoint: spec.endpoint }),
         ...(projectId === undefined || projectId === "" ? {} : { projectId }),
       });
+    }
+    case "s3": {
+      const storeOptions = s3StoreOptions(spec, env);
+      const { S3Store } = await loadStoreModule<S3Module>("s3", "./stores/s3.js");
+      return new S3Store(storeOptions);
+    }
+    case "azure-blob": {
+      const sdkName = "@azure/storage-blob";
+      const sdk = await importPeer(sdkName, `${sdkName}@12`, () => import(sdkName) as Promise<AzureSdk>);
+      const storeOptions = azureBlobStoreOptions(spec, env, {
+        sharedKey: (account, key) => new sdk.StorageSharedKeyCredential(account, key),
+        anonymous: () => new sdk.AnonymousCredential(),
+      });
+      const { AzureBlobStore } = await loadStoreModule<AzureBlobModule>("azure-blob", "./stores/azure-blob.js");
+      return new AzureBlobStore(storeOptions);
     }
     case "http": {
       const token = env.LEASEHOLD_TOKEN;

@@ -72,6 +72,13 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
     check: (c) => expect(c.storeEnv.AWS_DEFAULT_REGION).toBe("ap-south-2"),
   },
   GOOGLE_CLOUD_PROJECT: { value: "proj-1", check: (c) => expect(c.storeEnv.GOOGLE_CLOUD_PROJECT).toBe("proj-1") },
+  AZURE_STORAGE_CONNECTION_STRING: {
+    value: "DefaultEndpointsProtocol=http;AccountName=a",
+    check: (c) =>
+      expect(c.storeEnv.AZURE_STORAGE_CONNECTION_STRING).toBe("DefaultEndpointsProtocol=http;AccountName=a"),
+  },
+  AZURE_STORAGE_KEY: { value: "a2V5", check: (c) => expect(c.storeEnv.AZURE_STORAGE_KEY).toBe("a2V5") },
+  AZURE_STORAGE_SAS_TOKEN: { value: "sv=1", check: (c) => expect(c.storeEnv.AZURE_STORAGE_SAS_TOKEN).toBe("sv=1") },
   // Read by leasehold on the Worker only; elsewhere the AWS SDK reads them from the process.
   AWS_ACCESS_KEY_ID: { value: "AKIATEST", check: () => undefined },
   AWS_SECRET_ACCESS_KEY: { value: "secret", check: () => undefined },

@@ -11,10 +11,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleLambda } from "../infra/aws/lib/bundle.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
+import { S3Store } from "../src/stores/s3.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
+import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 interface Reply {
@@ -50,12 +53,17 @@ afterAll(() => {
 });
 
 async function invoke(...events: unknown[]): Promise<Reply[]> {
+  return invokeOn(`dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`, events);
+}
+
+async function invokeOn(store: string, events: unknown[]): Promise<Reply[]> {
   const { stdout } = await promisify(execFile)(process.execPath, [join(dir, "driver.js"), JSON.stringify(events)], {
     cwd: dir,
     env: {
       PATH: process.env.PATH ?? "",
-      LEASEHOLD_STORE: `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`,
+      LEASEHOLD_STORE: store,
       LEASEHOLD_TOKENS: JSON.stringify([{ token: TOKEN, prefixes: [""], verbs: ["read", "write"] }]),
+      AWS_REGION: "us-east-1",
       AWS_ACCESS_KEY_ID: "leasehold-test",
       AWS_SECRET_ACCESS_KEY: "leasehold-test",
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
@@ -112,6 +120,41 @@ describe("infra/aws: the bundled Lambda handler against dynalite", () => {
     expect(logged).toContain("auth: 1 token (#1: read+write on all leases); maxSkewMs 1000");
     // The item is where the library's own store finds it.
     expect((await new DynamoDbStore({ client, table }).get(name))?.record).toMatchObject({ holder: "a", term: 1 });
+  });
+
+  it('serves the S3 store when LEASEHOLD_STORE is an s3:// URL (the stack\'s store: "s3"), on versitygw', async () => {
+    const endpoint = process.env.S3_ENDPOINT;
+    if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
+    const bucket = `lambda-${Date.now().toString(36)}`;
+    const admin = new S3Client({
+      endpoint,
+      region: S3_TEST_REGION,
+      forcePathStyle: true,
+      credentials: S3_TEST_CREDENTIALS,
+    });
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    admin.destroy();
+    const name = uniqueName("smoke").replace("/", "-");
+    const path = `/v1/leases/${encodeURIComponent(name)}`;
+    // The bundle's S3 client takes its credentials from the environment, as on Lambda (the role's keys).
+    const [acquired, taken] = await invokeOn(
+      `s3://${bucket}/leases/?endpoint=${encodeURIComponent(endpoint)}&pathStyle=true`,
+      [
+        event("POST", `${path}/acquire`, { holder: "a", leaseMs: 15_000 }),
+        event("POST", `${path}/acquire`, { holder: "b", leaseMs: 15_000 }),
+      ],
+    );
+    expect(acquired?.statusCode).toBe(200);
+    expect(taken?.statusCode).toBe(409);
+    const store = new S3Store({
+      bucket,
+      endpoint,
+      region: S3_TEST_REGION,
+      forcePathStyle: true,
+      credentials: S3_TEST_CREDENTIALS,
+    });
+    expect((await store.get(name))?.record).toMatchObject({ holder: "a", term: 1 });
+    await store.close();
   });
 
   it("rejects a request without a valid token", async () => {

@@ -172,8 +172,97 @@ describe("infra/aws: the CDK stack", () => {
   });
 });
 
+describe("infra/aws: the CDK stack with an S3 lease bucket instead of the table", () => {
+  const template = synth({ store: "s3" });
+  const bucketId = () => logicalId(template, "AWS::S3::Bucket");
+
+  it("creates a bucket instead of a table: no versions, all public access blocked, retained on delete", () => {
+    template.resourceCountIs("AWS::DynamoDB::Table", 0);
+    template.hasResource("AWS::S3::Bucket", {
+      DeletionPolicy: "Retain",
+      Properties: {
+        VersioningConfiguration: Match.absent(),
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+      },
+    });
+  });
+
+  it("has a lifecycle that never deletes a live lease object: it only aborts incomplete uploads", () => {
+    const bucket = template.findResources("AWS::S3::Bucket")[bucketId()] as {
+      Properties: { LifecycleConfiguration: { Rules: Array<Record<string, unknown>> } };
+    };
+    const rules = bucket.Properties.LifecycleConfiguration.Rules;
+    expect(rules).toEqual([
+      { Id: "abort-incomplete-uploads", AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: "Enabled" },
+    ]);
+    for (const rule of rules) {
+      for (const key of ["ExpirationInDays", "ExpirationDate", "ExpiredObjectDeleteMarker", "Transitions"]) {
+        expect(rule[key]).toBeUndefined();
+      }
+    }
+  });
+
+  it("denies every PutObject without If-None-Match or If-Match, and every request without TLS", () => {
+    const policy = Object.values(template.findResources("AWS::S3::BucketPolicy"))[0] as {
+      Properties: { PolicyDocument: { Statement: Array<Record<string, unknown>> } };
+    };
+    const byId = Object.fromEntries(policy.Properties.PolicyDocument.Statement.map((st) => [st.Sid ?? "tls", st]));
+    expect(byId.RequireConditionalWrites).toEqual({
+      Sid: "RequireConditionalWrites",
+      Effect: "Deny",
+      Principal: { AWS: "*" },
+      Action: "s3:PutObject",
+      Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [bucketId(), "Arn"] }, "/*"]] },
+      Condition: { Null: { "s3:if-none-match": "true", "s3:if-match": "true" } },
+    });
+    expect(byId.tls).toMatchObject({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } });
+  });
+
+  it("grants GetObject and PutObject under leases/, listing only that prefix, and its log group; nothing else", () => {
+    const all = statements(template);
+    expect(all).toHaveLength(3);
+    const [objects, list, logsStatement] = all;
+    expect([objects!.Action].flat().sort()).toEqual(["s3:GetObject", "s3:PutObject"]);
+    expect(objects!.Resource).toEqual({ "Fn::Join": ["", [{ "Fn::GetAtt": [bucketId(), "Arn"] }, "/leases/*"]] });
+    expect(list).toMatchObject({
+      Action: "s3:ListBucket",
+      Resource: { "Fn::GetAtt": [bucketId(), "Arn"] },
+      Condition: { StringLike: { "s3:prefix": ["leases/*"] } },
+    });
+    expect([logsStatement!.Action].flat().sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
+    for (const st of all) expect(st.Effect).toBe("Allow");
+    template.hasResourceProperties("AWS::IAM::Role", { ManagedPolicyArns: Match.absent() });
+  });
+
+  it("points the function at the bucket with an s3:// store URL", () => {
+    template.hasResourceProperties("AWS::Lambda::Function", {
+      Environment: {
+        Variables: Match.objectLike({
+          LEASEHOLD_STORE: { "Fn::Join": ["", ["s3://", { Ref: bucketId() }, "/leases/"]] },
+        }),
+      },
+    });
+    template.hasOutput("BucketName", { Value: { Ref: bucketId() } });
+  });
+
+  it("refuses a TTL attribute, which only the table has", () => {
+    expect(() => synth({ store: "s3", ttlAttribute: "expiresAt" })).toThrow(
+      /ttlAttribute applies to the DynamoDB table only/,
+    );
+  });
+});
+
 describe("infra/aws: settings from the environment", () => {
   const base = { LEASEHOLD_LAMBDA_DIR: codeDir, LEASEHOLD_TOKENS: TOKENS };
+
+  it("LEASEHOLD_STORE_KIND=s3 chooses the bucket", () => {
+    expect(propsFromEnv({ ...base, LEASEHOLD_STORE_KIND: "s3" })).toMatchObject({ store: "s3" });
+  });
 
   it("maps the variables to stack props, environment-agnostic without an account", () => {
     expect(
@@ -225,6 +314,12 @@ describe("infra/aws: settings from the environment", () => {
     );
     expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_NODE: "18" })).toThrow(
       /^invalid deploy settings: LEASEHOLD_LAMBDA_NODE: expected "20" or "22" or "24", got "18"$/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_STORE_KIND: "redis" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_STORE_KIND: expected "dynamodb" or "s3", got "redis"$/,
+    );
+    expect(() => propsFromEnv({ ...base, LEASEHOLD_STORE_KIND: "s3", LEASEHOLD_TTL_ATTRIBUTE: "x" })).toThrow(
+      /^invalid deploy settings: LEASEHOLD_TTL_ATTRIBUTE: applies to the DynamoDB table only/,
     );
     expect(() => propsFromEnv({ ...base, LEASEHOLD_LAMBDA_DIR: join(dir, "absent") })).toThrow(
       /index.js is missing: run `npx tsx bundle-lambda.ts`/,

@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { CreateBucketCommand, HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { LeaseValidationError } from "../src/errors.js";
@@ -11,6 +13,8 @@ import { loadStoreModuleForTest, openStore, parseStoreUrl, STORE_URL_FORMS } fro
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
+import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
+import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-open-"));
@@ -57,6 +61,30 @@ describe("parseStoreUrl", () => {
         projectId: "demo",
       },
     ],
+    ["s3://my-bucket", { kind: "s3", bucket: "my-bucket" }],
+    [
+      "s3://my.bucket-1/leasehold/prod/?region=eu-west-1&endpoint=http://127.0.0.1:7070&pathStyle=true",
+      {
+        kind: "s3",
+        bucket: "my.bucket-1",
+        prefix: "leasehold/prod/",
+        region: "eu-west-1",
+        endpoint: "http://127.0.0.1:7070",
+        forcePathStyle: true,
+      },
+    ],
+    ["s3://my-bucket/?pathStyle=false", { kind: "s3", bucket: "my-bucket", forcePathStyle: false }],
+    ["azblob://myaccount/leases", { kind: "azure-blob", account: "myaccount", container: "leases" }],
+    [
+      "azblob://devstoreaccount1/my-leases/prod/a/?endpoint=http://127.0.0.1:10000/devstoreaccount1",
+      {
+        kind: "azure-blob",
+        account: "devstoreaccount1",
+        container: "my-leases",
+        prefix: "prod/a/",
+        endpoint: "http://127.0.0.1:10000/devstoreaccount1",
+      },
+    ],
     ["http://127.0.0.1:8080", { kind: "http", baseUrl: "http://127.0.0.1:8080/" }],
     ["https://leases.example.com/base/", { kind: "http", baseUrl: "https://leases.example.com/base/" }],
   ])("%s", (url, expected) => {
@@ -85,6 +113,22 @@ describe("parseStoreUrl", () => {
     ["gcs://b", "gcs bucket"],
     ["gcs://bucket//x", "gcs prefix"],
     ["gcs://bucket?region=x", 'query parameter "region"'],
+    ["s3:bucket", "s3 URL"],
+    ["s3://Bad_Bucket", "s3 bucket"],
+    ["s3://ab", "s3 bucket"],
+    ["s3://bucket:9000/x", "s3 bucket"],
+    ["s3://key:secret@bucket/", "credentials"],
+    ["s3://bucket//x", "s3 prefix"],
+    ["s3://bucket?region=EU", 'query parameter "region"'],
+    ["s3://bucket?pathStyle=yes", 'query parameter "pathStyle"'],
+    ["s3://bucket?project=p", 'query parameter "project"'],
+    ["azblob:account/container", "azblob URL"],
+    ["azblob://Account/container", "azblob account"],
+    ["azblob://account", "azblob container"],
+    ["azblob://account/Bad--Name", "azblob container"],
+    ["azblob://account/container//x", "azblob prefix"],
+    ["azblob://account/container?region=x", 'query parameter "region"'],
+    ["azblob://account:10000/container", "azblob account"],
     ["http://user:secret@host/", "credentials"],
     ["http://host/?token=x", "query"],
     ["https://host/#frag", "fragment"],
@@ -132,6 +176,20 @@ describe("openStore", () => {
     await expect(openStore("dynamodb://leases", { env: {} })).rejects.toThrow(/region.*AWS_REGION/);
   });
 
+  it("s3 without a region says where a region comes from", async () => {
+    await expect(openStore("s3://bucket", { env: {} })).rejects.toThrow(/region.*AWS_REGION/);
+  });
+
+  it("azblob names the environment variables it takes credentials from, and checks the account", async () => {
+    await expect(openStore("azblob://account/container", { env: {} })).rejects.toThrow(
+      /azblob credentials: expected AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN/,
+    );
+    const env = { AZURE_STORAGE_CONNECTION_STRING: "AccountName=other;AccountKey=a2V5;BlobEndpoint=http://x" };
+    await expect(openStore("azblob://account/container", { env })).rejects.toThrow(
+      /the URL names account "account" but AZURE_STORAGE_CONNECTION_STRING is for "other"/,
+    );
+  });
+
   it("a missing store module is named as such", async () => {
     // Exercised through the same loader with a module that does not exist in any build.
     await expect(loadStoreModuleForTest("dynamodb", "./stores/no-such-store.js")).rejects.toThrow(
@@ -177,6 +235,52 @@ describe("openStore against the real servers", () => {
     const [exists] = await admin.bucket(bucketName).file("via-url/a.json").exists();
     expect(exists).toBe(true);
     await store.close?.();
+  });
+
+  it("s3://: objects under the URL's prefix on versitygw, credentials from the SDK's environment chain", async () => {
+    const endpoint = process.env.S3_ENDPOINT;
+    if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
+    const bucket = `open-store-${Date.now().toString(36)}`;
+    const admin = new S3Client({
+      endpoint,
+      region: S3_TEST_REGION,
+      forcePathStyle: true,
+      credentials: S3_TEST_CREDENTIALS,
+    });
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    vi.stubEnv("AWS_ACCESS_KEY_ID", S3_TEST_CREDENTIALS.accessKeyId);
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", S3_TEST_CREDENTIALS.secretAccessKey);
+    try {
+      const store = await openStore(`s3://${bucket}/via-url/?endpoint=${endpoint}&pathStyle=true`, {
+        env: { AWS_REGION: S3_TEST_REGION },
+      });
+      const written = await store.put(makeRecord("a"), null);
+      expect(await store.get("a")).toEqual(written);
+      const head = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: "via-url/a.json" }));
+      expect(head.ETag).toBe(written.revision);
+      await store.close?.();
+    } finally {
+      vi.unstubAllEnvs();
+      admin.destroy();
+    }
+  });
+
+  it("azblob://: blobs under the URL's prefix on azurite, with a connection string or an account key", async () => {
+    const endpoint = process.env.AZURE_BLOB_ENDPOINT;
+    if (!endpoint)
+      throw new Error("AZURE_BLOB_ENDPOINT is not set: test/servers/azurite.server.ts should have started");
+    const containerName = `open-store-${Date.now().toString(36)}`;
+    const admin = BlobServiceClient.fromConnectionString(azuriteConnectionString(endpoint));
+    await admin.getContainerClient(containerName).create();
+    const url = `azblob://${AZURITE_ACCOUNT}/${containerName}/via-url/`;
+    const byString = await openStore(url, {
+      env: { AZURE_STORAGE_CONNECTION_STRING: azuriteConnectionString(endpoint) },
+    });
+    const written = await byString.put(makeRecord("a"), null);
+    const byKey = await openStore(`${url}?endpoint=${endpoint}`, { env: { AZURE_STORAGE_KEY: AZURITE_KEY } });
+    expect(await byKey.get("a")).toEqual(written);
+    const properties = await admin.getContainerClient(containerName).getBlobClient("via-url/a.json").getProperties();
+    expect(properties.etag).toBe(written.revision);
   });
 
   it("http://: the API, with the token taken from LEASEHOLD_TOKEN in the given env", async () => {

@@ -94,7 +94,7 @@ it("leasehold run elects and runs the command with its term", async () => {
       "--",
       "node",
       "-e",
-      "console.log(`term ${process.env.LEASEHOLD_TERM}`)",
+      "console.log('term ' + process.env.LEASEHOLD_TERM)",
     ],
     { cwd: project },
   );

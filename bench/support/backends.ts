@@ -1,24 +1,30 @@
 /**
  * Every backend the benchmarks exercise, started locally on 127.0.0.1: memory, SQLite (temp file),
- * the HTTP API (`serve()` on SQLite, one HttpStore per candidate), DynamoDB (dynalite) and GCS
- * (fake-gcs-server). For the HTTP backend the API's own store is wrapped in a CountingStore, so a
+ * the HTTP API (`serve()` on SQLite, one HttpStore per candidate), DynamoDB (dynalite), GCS
+ * (fake-gcs-server), S3 (versitygw) and Azure Blob (azurite). For the HTTP backend the API's own store is wrapped in a CountingStore, so a
  * benchmark can also report what the API does behind the client's back (watch polling).
  */
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import type { LeaseStore } from "../../src/lease.js";
 import { serve } from "../../src/runtime/node.js";
+import { AzureBlobStore } from "../../src/stores/azure-blob.js";
 import { DynamoDbStore } from "../../src/stores/dynamodb.js";
 import { GcsStore } from "../../src/stores/gcs.js";
 import { HttpStore } from "../../src/stores/http.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { S3Store } from "../../src/stores/s3.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
+import { startAzurite } from "../../test/servers/azurite.server.js";
 import { startFakeGcs } from "../../test/servers/fake-gcs.server.js";
+import { S3_TEST_CREDENTIALS, S3_TEST_REGION, startVersitygw } from "../../test/servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../../test/support/dynamo-server.js";
 import { tempDir } from "./common.js";
 import { CountingStore } from "./counting-store.js";
 
-export type BackendName = "memory" | "sqlite" | "http" | "dynamodb" | "gcs";
-export const BACKENDS: BackendName[] = ["memory", "sqlite", "http", "dynamodb", "gcs"];
+export type BackendName = "memory" | "sqlite" | "http" | "dynamodb" | "gcs" | "s3" | "azure-blob";
+export const BACKENDS: BackendName[] = ["memory", "sqlite", "http", "dynamodb", "gcs", "s3", "azure-blob"];
 
 export interface Backend {
   name: BackendName;
@@ -85,6 +91,37 @@ export async function openBackend(name: BackendName): Promise<Backend> {
       return {
         name,
         store: () => new GcsStore({ bucket, apiEndpoint: server.endpoint, projectId }),
+        close: () => server.stop(),
+      };
+    }
+    case "s3": {
+      const server = await startVersitygw();
+      const bucket = `bench-${Date.now().toString(36)}`;
+      const config = { endpoint: server.endpoint, region: S3_TEST_REGION, forcePathStyle: true };
+      const admin = new S3Client({ ...config, credentials: S3_TEST_CREDENTIALS });
+      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+      admin.destroy();
+      const stores: S3Store[] = [];
+      return {
+        name,
+        store: () => {
+          const store = new S3Store({ bucket, ...config, credentials: S3_TEST_CREDENTIALS });
+          stores.push(store);
+          return store;
+        },
+        close: async () => {
+          await Promise.all(stores.map((s) => s.close()));
+          await server.stop();
+        },
+      };
+    }
+    case "azure-blob": {
+      const server = await startAzurite();
+      const container = `bench-${Date.now().toString(36)}`;
+      await BlobServiceClient.fromConnectionString(server.connectionString).getContainerClient(container).create();
+      return {
+        name,
+        store: () => new AzureBlobStore({ container, connectionString: server.connectionString }),
         close: () => server.stop(),
       };
     }

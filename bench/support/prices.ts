@@ -17,7 +17,7 @@ export interface RequestPrices {
   basis: string;
 }
 
-export const PRICES: Record<"dynamodb" | "gcs" | "durableObjects", RequestPrices> = {
+export const PRICES: Record<"dynamodb" | "gcs" | "s3" | "azureBlob" | "durableObjects", RequestPrices> = {
   // On-demand, us-east-1, after the November 2024 cut: one conditional PutItem of a record < 1 KB is
   // one write request unit (a failed condition is charged too); one strongly consistent GetItem of
   // < 4 KB is one read request unit.
@@ -33,6 +33,21 @@ export const PRICES: Record<"dynamodb" | "gcs" | "durableObjects", RequestPrices
     write: perThousand(0.005),
     read: perThousand(0.0004),
     basis: "Class A $0.005 / 1,000 ops (upload), Class B $0.0004 / 1,000 ops (GET)",
+  },
+  // S3 Standard in us-east-1: PutObject (conditional or not, and a 412 too) is a PUT request, GetObject a GET.
+  s3: {
+    provider: "S3 Standard, us-east-1",
+    write: perThousand(0.005),
+    read: perThousand(0.0004),
+    basis: "PUT $0.005 / 1,000 requests, GET $0.0004 / 1,000 requests",
+  },
+  // Block blobs, Hot tier, LRS, East US: Put Blob is a write operation, Get Blob a read operation,
+  // billed per 10,000. Hot-tier operation prices have changed over the years; check this one.
+  azureBlob: {
+    provider: "Azure Blob Hot LRS, East US",
+    write: 0.065 / 10_000,
+    read: 0.005 / 10_000,
+    basis: "write ops $0.065 / 10,000, read ops $0.005 / 10,000",
   },
   // Workers Paid: each API call is one Worker request ($0.30 / million) that makes one Durable Object
   // request ($0.15 / million). The DO's duration (GB-s) is extra and not counted here.

@@ -72,6 +72,10 @@ export const serverFields = {
   AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
   AWS_DEFAULT_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
   GOOGLE_CLOUD_PROJECT: envText,
+  /** The azblob:// store's key, in this order of preference (a secret). */
+  AZURE_STORAGE_CONNECTION_STRING: envText,
+  AZURE_STORAGE_KEY: envText,
+  AZURE_STORAGE_SAS_TOKEN: envText,
   /** Read by leasehold on the Worker only (no IAM role there); on Node and Lambda the AWS SDK reads them. */
   AWS_ACCESS_KEY_ID: envText,
   AWS_SECRET_ACCESS_KEY: envText,
@@ -105,6 +109,12 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
   },
+  ...Object.fromEntries(
+    (["AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"] as const).map((name) => [
+      name,
+      { worker: "it is the key of an azblob:// store, and the Worker serves Durable Objects or DynamoDB only" },
+    ]),
+  ),
 };
 
 /** LEASEHOLD_* names that are not server settings but are known (so no typo warning): */
@@ -115,6 +125,7 @@ const OTHER_LEASEHOLD_VARIABLES = [
   "LEASEHOLD_IDENTITY",
   // read by infra/aws at synth time
   "LEASEHOLD_AUTH",
+  "LEASEHOLD_STORE_KIND",
   "LEASEHOLD_TTL_ATTRIBUTE",
   "LEASEHOLD_LAMBDA_NODE",
   "LEASEHOLD_LAMBDA_DIR",
@@ -222,7 +233,15 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
   if ("issue" in auth) problems.push(auth.issue);
 
   const storeEnv: Record<string, string> = {};
-  for (const name of ["LEASEHOLD_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "GOOGLE_CLOUD_PROJECT"] as const) {
+  for (const name of [
+    "LEASEHOLD_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "GOOGLE_CLOUD_PROJECT",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+  ] as const) {
     const value = v[name];
     if (value !== undefined) storeEnv[name] = value;
   }

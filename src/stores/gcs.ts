@@ -38,6 +38,7 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
+import { NameOrder } from "./object-keys.js";
 
 const { Storage: StorageClass } = await importPeer(
   "@google-cloud/storage",
@@ -363,41 +364,6 @@ export class GcsStore implements LeaseStore {
 
   private where(name: string): string {
     return `gs://${this.bucket.name}/${this.prefix}${name}${SUFFIX}`;
-  }
-}
-
-/**
- * Re-orders leases listed in object-name order into name order. A lease `p` can be preceded in
- * name order but followed in object order only by a lease `q` that is a proper prefix of `p`
- * followed by "-" or "." (both sort before ".json"'s continuation or equal its start). So `p` is
- * released once the listing has passed `q.json` for every such `q`.
- */
-class NameOrder<T> {
-  private pending: Array<{ name: string; releaseAt: string; value: T }> = [];
-
-  /** Adds the entry listed at object key `key`; returns the entries now safe to emit, in name order. */
-  add(name: string, key: string, value: T): T[] {
-    let releaseAt = key;
-    for (let i = 1; i < name.length; i++) {
-      const c = name[i];
-      if (c === "-" || c === ".") {
-        const blocker = `${name.slice(0, i)}${SUFFIX}`;
-        if (blocker > releaseAt) releaseAt = blocker;
-      }
-    }
-    const at = this.pending.findIndex((p) => p.name > name);
-    this.pending.splice(at === -1 ? this.pending.length : at, 0, { name, releaseAt, value });
-    const ready: T[] = [];
-    while (this.pending.length > 0 && (this.pending[0]?.releaseAt ?? "") <= key) {
-      ready.push(this.pending.shift()!.value);
-    }
-    return ready;
-  }
-
-  drain(): T[] {
-    const rest = this.pending.map((p) => p.value);
-    this.pending = [];
-    return rest;
   }
 }
 

@@ -275,5 +275,21 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
         expect(await list(`${root}/zzz`)).toEqual([]);
       }),
     );
+
+    it(
+      "ABA: a revision read at A fails after A -> B -> A' (A's fields again, with a new writeId)",
+      withStore(async (store) => {
+        const name = uniqueName();
+        const a = await store.put(makeRecord(name), null);
+        const b = await store.put(makeRecord(name, { renewedAt: a.record.renewedAt + 1 }), a.revision);
+        // Content-derived revisions (S3 ETags are MD5s of the body) would bring A's revision back
+        // for A's exact bytes; the writeId keeps every body, and so every revision, unique.
+        const again = await store.put({ ...a.record, writeId: newWriteId() }, b.revision);
+        expect(again.revision).not.toBe(a.revision);
+        const error = await conflictOf(store.put(makeRecord(name, { holder: "mallory", term: 2 }), a.revision));
+        expectCurrent(error, again);
+        expect(await store.get(name)).toEqual(again);
+      }),
+    );
   });
 }

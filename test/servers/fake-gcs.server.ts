@@ -7,59 +7,26 @@
  * Go >= 1.25. Each start binds 127.0.0.1 on a free port with the in-memory backend and creates
  * nothing: tests create their own buckets.
  */
-import { type ChildProcess, execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { promisify } from "node:util";
+import type { ChildProcess } from "node:child_process";
+import { goBinaryPath, installGoProgram } from "../support/go-install.js";
 import { freePort, spawnCapturing, stopProcess } from "../support/server-process.js";
 import type { StartedServer } from "./global-setup.js";
 
 export const FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server";
 export const FAKE_GCS_VERSION = "v1.55.1";
-const MIN_GO = [1, 25] as const;
 const READY_TIMEOUT_MS = 20_000;
 
-const run = promisify(execFile);
-const projectRoot = resolve(import.meta.dirname, "../..");
-export const fakeGcsBinary = join(projectRoot, ".cache/fake-gcs-server", FAKE_GCS_VERSION, "fake-gcs-server");
+const program = {
+  name: "fake-gcs-server",
+  installPath: FAKE_GCS_MODULE,
+  version: FAKE_GCS_VERSION,
+  purpose: "the GCS tests build fake-gcs-server with it",
+};
+export const fakeGcsBinary = goBinaryPath(program);
 
 /** Builds the pinned fake-gcs-server unless it is already cached; returns the binary's path. */
-export async function installFakeGcs(): Promise<string> {
-  if (existsSync(fakeGcsBinary)) return fakeGcsBinary;
-  await checkGo();
-  const dir = join(fakeGcsBinary, "..");
-  mkdirSync(dir, { recursive: true });
-  // Build into a private folder and rename: two runs installing at once never see half a binary.
-  const staging = mkdtempSync(join(dir, ".install-"));
-  try {
-    await run("go", ["install", `${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}`], {
-      env: { ...process.env, GOBIN: staging, CGO_ENABLED: "0" },
-      maxBuffer: 64 * 1024 * 1024,
-    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(
-        `building fake-gcs-server failed: go install ${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}\n${error.stderr || error.stdout || error.message}`,
-      );
-    });
-    renameSync(join(staging, "fake-gcs-server"), fakeGcsBinary);
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  return fakeGcsBinary;
-}
-
-async function checkGo(): Promise<void> {
-  const advice = `install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/, or Debian's golang-go if it is that recent): the GCS tests build fake-gcs-server with it`;
-  let version: string;
-  try {
-    version = (await run("go", ["env", "GOVERSION"])).stdout.trim();
-  } catch (cause) {
-    throw new Error(`the "go" command was not found: ${advice}`, { cause });
-  }
-  const match = /^go(\d+)\.(\d+)/.exec(version);
-  const [major, minor] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
-  if (major < MIN_GO[0] || (major === MIN_GO[0] && minor < MIN_GO[1])) {
-    throw new Error(`found ${version || "an unknown Go"}, too old: ${advice}`);
-  }
+export function installFakeGcs(): Promise<string> {
+  return installGoProgram(program);
 }
 
 export interface FakeGcs extends StartedServer {

@@ -10,6 +10,8 @@ declare module "cloudflare:workers" {
     LEASES: LeaseNamespace;
     DYNAMODB_ENDPOINT: string;
     DYNAMODB_TABLE: string;
+    S3_ENDPOINT: string;
+    S3_BUCKET: string;
   };
   /** The main module's handlers, called through the runtime like a real request. */
   export const exports: { default: { fetch(request: Request): Promise<Response> } };

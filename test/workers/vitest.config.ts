@@ -23,6 +23,8 @@ export default defineConfig({
           LEASEHOLD_TOKENS: JSON.stringify(TEST_TOKENS),
           DYNAMODB_ENDPOINT: inject("dynamodbEndpoint"),
           DYNAMODB_TABLE: inject("dynamodbTable"),
+          S3_ENDPOINT: inject("s3Endpoint"),
+          S3_BUCKET: inject("s3Bucket"),
         },
       },
     })),

@@ -3,13 +3,15 @@
  *
  *   index.js                the API's Lambda entry (src/runtime/lambda.ts), handler "index.handler"
  *   stores/dynamodb.js      the DynamoDB store, where openStore's runtime import looks for it
- *   chunk-*.js              code both share (one copy of the error classes, so instanceof holds)
- *   node_modules/@aws-sdk/client-dynamodb/   the pinned SDK, bundled once
+ *   stores/s3.js            the S3 store (the stack's `store: "s3"`), likewise
+ *   chunk-*.js              code they share (one copy of the error classes, so instanceof holds)
+ *   node_modules/@aws-sdk/client-dynamodb/, node_modules/@aws-sdk/client-s3/   the pinned SDKs, each bundled once
  *   package.json            {"type":"module"}
  *
  * openStore loads stores and the SDK by computed `import()`. A bundler cannot follow those, so
- * the files sit at the paths those imports resolve to at run time. The SDK ships inside the code
- * (not the Lambda runtime's copy), so the deployed version is the one the tests ran.
+ * the files sit at the paths those imports resolve to at run time. The SDKs ship inside the code
+ * (not the Lambda runtime's copies), so the deployed versions are the ones the tests ran. Only the
+ * store the function's LEASEHOLD_STORE names is ever loaded.
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -17,7 +19,7 @@ import { dirname, join } from "node:path";
 import { build } from "esbuild";
 import { REPO_ROOT } from "./config.js";
 
-const SDK = "@aws-sdk/client-dynamodb";
+const SDKS = ["@aws-sdk/client-dynamodb", "@aws-sdk/client-s3"] as const;
 
 // ESM output of CommonJS dependencies still calls require() for Node built-ins.
 const banner = {
@@ -40,27 +42,30 @@ export async function bundleLambda(outDir: string): Promise<void> {
     entryPoints: {
       index: join(REPO_ROOT, "src", "runtime", "lambda.ts"),
       "stores/dynamodb": join(REPO_ROOT, "src", "stores", "dynamodb.ts"),
+      "stores/s3": join(REPO_ROOT, "src", "stores", "s3.ts"),
     },
     outdir: outDir,
     splitting: true,
     chunkNames: "chunk-[hash]",
     minify: true,
-    external: [SDK],
+    external: [...SDKS],
     sourcemap: true,
   });
-  const sdkDir = join(outDir, "node_modules", ...SDK.split("/"));
   const require = createRequire(join(REPO_ROOT, "package.json"));
-  const sdkPackage = require.resolve(`${SDK}/package.json`);
-  const { version, module } = require(sdkPackage) as { version: string; module: string };
-  await build({
-    ...common,
-    entryPoints: [join(dirname(sdkPackage), module)],
-    outfile: join(sdkDir, "index.js"),
-    minify: true,
-  });
-  writeFileSync(
-    join(sdkDir, "package.json"),
-    `${JSON.stringify({ name: SDK, version, type: "module", exports: "./index.js" })}\n`,
-  );
+  for (const sdk of SDKS) {
+    const sdkDir = join(outDir, "node_modules", ...sdk.split("/"));
+    const sdkPackage = require.resolve(`${sdk}/package.json`);
+    const { version, module } = require(sdkPackage) as { version: string; module: string };
+    await build({
+      ...common,
+      entryPoints: [join(dirname(sdkPackage), module)],
+      outfile: join(sdkDir, "index.js"),
+      minify: true,
+    });
+    writeFileSync(
+      join(sdkDir, "package.json"),
+      `${JSON.stringify({ name: sdk, version, type: "module", exports: "./index.js" })}\n`,
+    );
+  }
   writeFileSync(join(outDir, "package.json"), `${JSON.stringify({ type: "module" })}\n`);
 }

@@ -4,7 +4,8 @@
  * variable's name, its value and what was expected, instead of a broken deployment:
  *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
  *   LEASEHOLD_TOKENS        JSON array of scoped tokens, checked by the API's parser (required with "tokens")
- *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table
+ *   LEASEHOLD_STORE_KIND    where leases live: "dynamodb" (default, a table) or "s3" (a bucket)
+ *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table (DynamoDB only)
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API (same bounds as every entry)
  *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
  *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/build/lambda, written by bundle-lambda.ts)
@@ -27,6 +28,7 @@ export const DEFAULT_CODE_DIR = join(REPO_ROOT, "build", "lambda");
 const deploySettings = z.looseObject({
   LEASEHOLD_AUTH: envChoice(["tokens", "iam"]),
   LEASEHOLD_TOKENS: serverFields.LEASEHOLD_TOKENS,
+  LEASEHOLD_STORE_KIND: envChoice(["dynamodb", "s3"]),
   LEASEHOLD_MAX_SKEW_MS: serverFields.LEASEHOLD_MAX_SKEW_MS,
   LEASEHOLD_TTL_ATTRIBUTE: envMatching(/^[A-Za-z_][A-Za-z0-9_]{0,254}$/, "an attribute name (letters, digits, _)"),
   LEASEHOLD_LAMBDA_NODE: envChoice(["20", "22", "24"]),
@@ -47,6 +49,11 @@ function read(env: Record<string, string | undefined>) {
 export function propsFromEnv(env: Record<string, string | undefined>): LeaseholdStackProps {
   const v = read(env);
   const codeDir = v.LEASEHOLD_LAMBDA_DIR ?? DEFAULT_CODE_DIR;
+  if (v.LEASEHOLD_TTL_ATTRIBUTE !== undefined && v.LEASEHOLD_STORE_KIND === "s3") {
+    throw new Error(
+      "invalid deploy settings: LEASEHOLD_TTL_ATTRIBUTE: applies to the DynamoDB table only, not with LEASEHOLD_STORE_KIND=s3",
+    );
+  }
   if (!existsSync(join(codeDir, "index.js"))) {
     throw new Error(
       `${join(codeDir, "index.js")} is missing: run \`npx tsx bundle-lambda.ts\` in infra/aws (cdk.json does it before each synth)`,
@@ -58,6 +65,7 @@ export function propsFromEnv(env: Record<string, string | undefined>): Leasehold
     authType: v.LEASEHOLD_AUTH === "iam" ? "AWS_IAM" : "NONE",
     // The text as given (checked above): the function parses it again at cold start.
     ...(v.LEASEHOLD_TOKENS !== undefined && tokens !== undefined ? { tokens } : {}),
+    ...(v.LEASEHOLD_STORE_KIND !== undefined ? { store: v.LEASEHOLD_STORE_KIND } : {}),
     ...(v.LEASEHOLD_TTL_ATTRIBUTE !== undefined ? { ttlAttribute: v.LEASEHOLD_TTL_ATTRIBUTE } : {}),
     ...(v.LEASEHOLD_MAX_SKEW_MS !== undefined ? { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS } : {}),
     ...(v.LEASEHOLD_LAMBDA_NODE !== undefined ? { nodeVersion: Number(v.LEASEHOLD_LAMBDA_NODE) as 20 | 22 | 24 } : {}),

@@ -1,6 +1,7 @@
 /**
  * The leasehold API on AWS: a DynamoDB table (one item per lease, string partition key `pk`,
- * on-demand, point-in-time recovery, retained on stack deletion), a Lambda function on Node 20
+ * on-demand, point-in-time recovery, retained on stack deletion) or, with `store: "s3"`, an S3
+ * bucket (one object per lease under `leases/`, see below), a Lambda function on Node 20
  * serving the API's Lambda entry (src/runtime/lambda.ts, bundled by lib/bundle.ts into `codeDir`), a
  * Function URL in front of it, and a role that can do exactly what the DynamoDB store does
  * (GetItem, PutItem, Scan on this table) and write its own log group, nothing else.
@@ -11,19 +12,33 @@
  * own tokens are then optional (without them the function gets LEASEHOLD_INSECURE_NO_AUTH=1).
  * The function's environment is checked at synth with the Lambda entry's configuration schema.
  *
- * The table is retained when the stack is deleted: deleting lease records restarts terms at 1,
- * and fencing tokens must never go backwards.
+ * The table (or bucket) is retained when the stack is deleted: deleting lease records restarts
+ * terms at 1, and fencing tokens must never go backwards.
+ *
+ * The S3 bucket: versioning off (a lease object is rewritten on every renewal; noncurrent versions
+ * would pile up, one per renewal), a lifecycle rule that only aborts incomplete multipart uploads
+ * (it never expires a live lease object: no Expiration rule at all), all public access blocked,
+ * TLS required, and a bucket policy that denies any PutObject carrying neither `If-None-Match` nor
+ * `If-Match` (the `s3:if-none-match` / `s3:if-match` condition keys), so no client, leasehold's or
+ * another, can overwrite a lease unconditionally. The function may GetObject and PutObject under
+ * `leases/` (If-Match needs GetObject too) and list only that prefix.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
+import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
 import { readServerConfig } from "../../../src/runtime/config.js";
 
 /** The DynamoDB calls DynamoDbStore makes: reads, conditional puts, and the Scan behind `list`. */
 export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"] as const;
+
+/** The S3 object calls S3Store makes (If-Match needs GetObject as well as PutObject). */
+export const S3_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject"] as const;
+/** Where the S3 store keeps leases in the bucket this stack creates. */
+export const S3_LEASE_PREFIX = "leases/";
 
 const RUNTIMES = { 20: lambda.Runtime.NODEJS_20_X, 22: lambda.Runtime.NODEJS_22_X, 24: lambda.Runtime.NODEJS_24_X };
 
@@ -34,7 +49,9 @@ export interface LeaseholdStackProps extends StackProps {
   authType?: "NONE" | "AWS_IAM";
   /** JSON array of scoped tokens for the app (LEASEHOLD_TOKENS); required when authType is "NONE". */
   tokens?: string;
-  /** Opt-in TTL attribute on the table (see docs/dynamodb.md: deleted leases restart terms at 1). */
+  /** Where leases live: a DynamoDB table ("dynamodb", the default) or an S3 bucket ("s3"). */
+  store?: "dynamodb" | "s3";
+  /** Opt-in TTL attribute on the table (DynamoDB only; see docs/dynamodb.md: deleted leases restart terms at 1). */
   ttlAttribute?: string;
   /** Wall-clock skew bound the stateless API assumes (LEASEHOLD_MAX_SKEW_MS). Default: the app's. */
   maxSkewMs?: number;
@@ -48,7 +65,10 @@ export interface LeaseholdStackProps extends StackProps {
 }
 
 export class LeaseholdStack extends Stack {
-  readonly table: dynamodb.Table;
+  /** The lease table, when `store` is "dynamodb". */
+  readonly table: dynamodb.Table | undefined;
+  /** The lease bucket, when `store` is "s3". */
+  readonly bucket: s3.Bucket | undefined;
   readonly function: lambda.Function;
   readonly url: lambda.FunctionUrl;
 
@@ -61,13 +81,10 @@ export class LeaseholdStack extends Stack {
       );
     }
 
-    this.table = new dynamodb.Table(this, "Leases", {
-      partitionKey: { name: "pk", type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      removalPolicy: RemovalPolicy.RETAIN,
-      ...(props.ttlAttribute ? { timeToLiveAttribute: props.ttlAttribute } : {}),
-    });
+    const storeKind = props.store ?? "dynamodb";
+    if (storeKind === "s3" && props.ttlAttribute) {
+      throw new Error("ttlAttribute applies to the DynamoDB table only; S3 lease objects are never expired");
+    }
 
     const logGroup = new logs.LogGroup(this, "Logs", {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -78,9 +95,40 @@ export class LeaseholdStack extends Stack {
     // to any log group, this one only to its own.
     const role = new iam.Role(this, "Role", {
       assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
-      description: "leasehold API: its lease table and its log group only",
+      description: "leasehold API: its lease table or bucket and its log group only",
     });
-    role.addToPolicy(new iam.PolicyStatement({ actions: [...STORE_ACTIONS], resources: [this.table.tableArn] }));
+    let storeUrl: string;
+    if (storeKind === "s3") {
+      this.table = undefined;
+      this.bucket = this.leaseBucket();
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: [...S3_OBJECT_ACTIONS],
+          resources: [this.bucket.arnForObjects(`${S3_LEASE_PREFIX}*`)],
+        }),
+      );
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ["s3:ListBucket"],
+          resources: [this.bucket.bucketArn],
+          conditions: { StringLike: { "s3:prefix": [`${S3_LEASE_PREFIX}*`] } },
+        }),
+      );
+      // The region comes from the Lambda's AWS_REGION.
+      storeUrl = `s3://${this.bucket.bucketName}/${S3_LEASE_PREFIX}`;
+    } else {
+      this.bucket = undefined;
+      this.table = new dynamodb.Table(this, "Leases", {
+        partitionKey: { name: "pk", type: dynamodb.AttributeType.STRING },
+        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        removalPolicy: RemovalPolicy.RETAIN,
+        ...(props.ttlAttribute ? { timeToLiveAttribute: props.ttlAttribute } : {}),
+      });
+      role.addToPolicy(new iam.PolicyStatement({ actions: [...STORE_ACTIONS], resources: [this.table.tableArn] }));
+      // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
+      storeUrl = `dynamodb://${this.table.tableName}${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`;
+    }
     role.addToPolicy(
       new iam.PolicyStatement({
         actions: ["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -88,10 +136,8 @@ export class LeaseholdStack extends Stack {
       }),
     );
 
-    // A store URL as src/open-store.ts parses it; the region comes from the Lambda's AWS_REGION.
-    const storeUrl = (table: string) => `dynamodb://${table}${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`;
     const environment: Record<string, string> = {
-      LEASEHOLD_STORE: storeUrl(this.table.tableName),
+      LEASEHOLD_STORE: storeUrl,
       NODE_OPTIONS: "--enable-source-maps",
     };
     if (props.tokens) environment.LEASEHOLD_TOKENS = props.tokens;
@@ -99,12 +145,13 @@ export class LeaseholdStack extends Stack {
     else if (authType === "AWS_IAM") environment.LEASEHOLD_INSECURE_NO_AUTH = "1";
     if (props.maxSkewMs !== undefined) environment.LEASEHOLD_MAX_SKEW_MS = String(props.maxSkewMs);
     // The function reads this environment with src/runtime/config.ts at cold start; read it the
-    // same way now, so a value it would refuse fails the synth instead. The table name is a
-    // deploy-time token and AWS_REGION comes from Lambda: stand-ins take their places here.
-    readServerConfig(
-      { ...environment, LEASEHOLD_STORE: storeUrl("synth-check-table"), AWS_REGION: "us-east-1" },
-      "lambda",
-    );
+    // same way now, so a value it would refuse fails the synth instead. The table and bucket names
+    // are deploy-time tokens and AWS_REGION comes from Lambda: stand-ins take their places here.
+    const standIn =
+      storeKind === "s3"
+        ? `s3://synth-check-bucket/${S3_LEASE_PREFIX}`
+        : `dynamodb://synth-check-table${props.ttlAttribute ? `?ttl=${props.ttlAttribute}` : ""}`;
+    readServerConfig({ ...environment, LEASEHOLD_STORE: standIn, AWS_REGION: "us-east-1" }, "lambda");
 
     this.function = new lambda.Function(this, "Api", {
       runtime: RUNTIMES[props.nodeVersion ?? 20],
@@ -124,6 +171,32 @@ export class LeaseholdStack extends Stack {
     });
 
     new CfnOutput(this, "ApiUrl", { value: this.url.url, description: "Base URL of the leasehold API" });
-    new CfnOutput(this, "TableName", { value: this.table.tableName });
+    if (this.table) new CfnOutput(this, "TableName", { value: this.table.tableName });
+    if (this.bucket) new CfnOutput(this, "BucketName", { value: this.bucket.bucketName });
+  }
+
+  /** The S3 lease bucket (see the header): no versions, no expiry, conditional writes only. */
+  private leaseBucket(): s3.Bucket {
+    const bucket = new s3.Bucket(this, "LeaseBucket", {
+      versioned: false,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      // Only clean-up of abandoned multipart uploads: a live lease object is never expired.
+      lifecycleRules: [{ id: "abort-incomplete-uploads", abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+    });
+    bucket.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: "RequireConditionalWrites",
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ["s3:PutObject"],
+        resources: [bucket.arnForObjects("*")],
+        // Both keys absent (conditions in one block are ANDed): a PUT with neither If-None-Match nor If-Match.
+        conditions: { Null: { "s3:if-none-match": "true", "s3:if-match": "true" } },
+      }),
+    );
+    return bucket;
   }
 }
