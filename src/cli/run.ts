@@ -4,12 +4,19 @@
  * Life of one wrapper (docs/cli.md has the user's view):
  *   waiting   campaign; "waiting" messages on stderr.
  *   running   elected: CMD starts with LEASEHOLD_LEASE, LEASEHOLD_TERM, LEASEHOLD_IDENTITY. The
- *             elector keeps renewing. CMD runs under a guard (job.ts), so it dies with the wrapper.
+ *             elector keeps renewing, and every renewal hands CMD's guard (job.ts) the new end of the
+ *             safe window: the guard SIGKILLs CMD there unless a later one came, so CMD cannot
+ *             outlive the lease whether the wrapper is paused, killed or killed with its group.
  *   CMD exits while leader: release the lease, exit with CMD's status. With --once and status 0:
  *             keep holding (renewing, not rerunning) until the term ends or the wrapper is stopped.
  *   leadership lost (renewal conflict or expiry): SIGTERM to CMD at once, SIGKILL after the grace
- *             period; once CMD is gone, exit 75 (EX_TEMPFAIL) without campaigning again: a
- *             supervisor restarts the wrapper, which then campaigns afresh.
+ *             period or when the safe window closes, whichever is first; once CMD is gone, exit 75
+ *             (EX_TEMPFAIL) without campaigning again: a supervisor restarts the wrapper, which then
+ *             campaigns afresh.
+ *   renewals late: the guard sends SIGTERM halfway between the missed renewal and the end of the
+ *             window, SIGKILL at its end; CMD stopped that way also means exit 75.
+ *   guard gone (killed) before CMD's end was reported: SIGKILL to CMD's process group at once, stop
+ *             renewing without releasing (the lease runs out), exit 75.
  *   SIGINT/SIGTERM to the wrapper: forwarded to CMD; the elector's graceful stop keeps renewing
  *             until CMD has exited (trackWork), SIGKILL after the grace period, then releases so
  *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
@@ -20,7 +27,7 @@ import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { resolveElectorOptions } from "../options.js";
-import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode } from "./job.js";
+import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
 import { type CliIo, EXIT_LOST, errorMessage } from "./output.js";
 
 export interface RunOptions {
@@ -85,9 +92,8 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     throw error;
   }
   const { graceMs } = options;
-  // The guard's SIGKILL after the wrapper died must land before anyone else can hold the lease:
-  // the last renewal was sent at most renewMs before death, and it is valid for leaseMs - safetyMs.
-  const orphanKillMs = Math.max(0, Math.min(graceMs, elector.leaseMs - elector.renewMs - elector.safetyMs));
+  const { leaseMs, renewMs, safetyMs } = elector;
+  const termLeadMs = sigtermLeadMs({ leaseMs, renewMs, safetyMs, graceMs });
   const name = elector.name;
   const say = io.say;
 
@@ -101,10 +107,14 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     let lost = false;
     let finished = false;
     let lastError = "";
+    // A renewal resolved from an ambiguous write moves `leaderUntil` without a "renewed" event:
+    // looking a few times per renewal period keeps the guard's deadline current all the same.
+    const follow = setInterval(() => job?.extend(elector.current.leaderUntil), Math.max(20, elector.renewMs / 4));
 
     const finish = async (code: number, release: boolean) => {
       if (finished) return;
       finished = true;
+      clearInterval(follow);
       try {
         await elector.stop({ release, graceMs: graceMs + KILL_SLACK_MS });
       } finally {
@@ -114,12 +124,25 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       }
     };
 
-    const onJobExit = (term: number, outcome: JobOutcome) => {
+    const onJobExit = (term: number, ended: Job, outcome: JobOutcome) => {
       job = undefined;
       const code = exitCodeOf(outcome);
-      if (lost) {
+      if (outcome.kind === "guard-died") {
+        // Not knowing whether CMD is gone (its group got SIGKILL, but a process stuck in the kernel
+        // dies only when its call returns), the lease is left to run out rather than released.
+        lost = true;
+        say(
+          `command ${describeOutcome(outcome)}; SIGKILL sent to its process group ${ended.group}; ` +
+            `giving up "${name}" (term ${term}) without releasing it; exiting ${EXIT_LOST}`,
+        );
+        void finish(EXIT_LOST, false);
+      } else if (lost) {
         say(`command ${describeOutcome(outcome)} after leadership was lost; exiting ${EXIT_LOST}`);
         void finish(EXIT_LOST, false);
+      } else if (outcome.kind === "too-late" || ended.stoppedAtDeadline) {
+        const why = ended.stoppedAtDeadline ? ` after the guard sent it ${ended.stoppedAtDeadline}` : "";
+        say(`command ${describeOutcome(outcome)}${why}: no renewal of "${name}" came in time; exiting ${EXIT_LOST}`);
+        void finish(EXIT_LOST, true);
       } else if (stopping) {
         say(`command ${describeOutcome(outcome)}; releasing "${name}" (term ${term})`);
         void finish(code, true);
@@ -156,7 +179,10 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
           LEASEHOLD_TERM: String(term),
           LEASEHOLD_IDENTITY: elector.identity,
         },
-        orphanKillMs,
+        until: elector.current.leaderUntil ?? performance.now(),
+        termLeadMs,
+        graceMs,
+        onStarted: (pid) => say(`command started: pid ${pid}, process group ${started.group} (with its guard)`),
       });
       job = started;
       elector.trackWork(started.exited);
@@ -164,17 +190,21 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       signal.addEventListener("abort", () => {
         if (!stopping) started.terminate(graceMs);
       });
-      void started.exited.then((outcome) => onJobExit(term, outcome));
+      void started.exited.then((outcome) => onJobExit(term, started, outcome));
     });
 
+    elector.on("renewed", () => job?.extend(elector.current.leaderUntil));
+
     elector.on("deposed", ({ term, reason }) => {
+      // Whatever the reason, the deadline the command last got is now final.
+      job?.leadershipEnded();
       if (finished || stopping || reason === "released" || reason === "stopped") return;
       lost = true;
       say(`lost leadership of "${name}" (term ${term}: ${reason === "conflict" ? "taken over or released" : reason})`);
       // No new campaign from this wrapper: stop the elector (it is a follower now, nothing to release).
       void elector.stop({ release: true });
       if (job) {
-        say(`stopping the command (SIGTERM, SIGKILL after ${graceMs} ms)`);
+        say(`stopping the command (SIGTERM; SIGKILL after ${graceMs} ms or when the safe window closes, if sooner)`);
         job.terminate(graceMs);
       } else {
         void finish(EXIT_LOST, false);
