@@ -12,9 +12,9 @@
  *   has even started, and signals G directly rather than through the guard, so a stopped guard does
  *   not stop the wrapper's signals.
  *
- * The deadline: on election and on every renewal the wrapper sends the guard the instant the safe
- * window closes (the elector's `leaderUntil`, `sentAt + leaseMs - safetyMs`), as an absolute
- * CLOCK_MONOTONIC time in nanoseconds. `process.hrtime.bigint()` reads the same system-wide
+ * The deadline: when the guard is ready (it starts the command only then) and on every renewal, the
+ * wrapper sends the guard the instant the safe window closes (the elector's `leaderUntil`,
+ * `sentAt + leaseMs - safetyMs`), as an absolute CLOCK_MONOTONIC time in nanoseconds. `process.hrtime.bigint()` reads the same system-wide
  * monotonic clock in every process on Linux (CLOCK_MONOTONIC) and macOS (mach_absolute_time), so the
  * deadline is converted once, in the wrapper, and IPC latency never stretches it. The guard, on its
  * own clock and with no help from the wrapper:
@@ -36,13 +36,16 @@ import { constants } from "node:os";
 import { EXIT_CANNOT_EXECUTE, EXIT_LOST, EXIT_NOT_FOUND } from "./output.js";
 
 // Plain CommonJS for `node -e`, so it needs no file on disk and no TypeScript loader.
-// argv after "--": graceMs, termAt, killAt (CLOCK_MONOTONIC ns), file, ...args.
+// argv after "--": graceMs, file, ...args. The command starts only on the wrapper's "start" message,
+// which carries the deadline as it is when the guard is ready (a guard slow to start under load must
+// not judge the window by a deadline the wrapper has renewed since).
 const GUARD_SOURCE = `
 const { spawn } = require("node:child_process");
-const [graceMs, firstTermAt, firstKillAt, file, ...args] = process.argv.slice(1);
+const [graceMs, file, ...args] = process.argv.slice(1);
 const now = () => process.hrtime.bigint();
-let termAt = BigInt(firstTermAt);
-let killAt = BigInt(firstKillAt);
+let termAt;
+let killAt;
+let started = false;
 let ended = false;
 let termSent = false;
 let timer;
@@ -60,41 +63,26 @@ const check = () => {
   const t = now();
   if (t >= killAt) {
     ended = true;
-    send({ type: "deadline", signal: "SIGKILL" });
+    send({ type: "deadline", signal: "SIGKILL", at: String(t) });
     group("SIGKILL"); // the guard dies with its group
     return;
   }
   if (!termSent && t >= termAt) {
     termSent = true;
-    send({ type: "deadline", signal: "SIGTERM" });
+    send({ type: "deadline", signal: "SIGTERM", at: String(t) });
     group("SIGTERM");
   }
   // setTimeout may fire a little early (the loop's cached time): check() re-arms for the rest.
   timer = setTimeout(check, Math.ceil(Number((termSent ? killAt : termAt) - t) / 1e6));
 };
-process.on("message", (m) => {
-  if (!m || m.type !== "deadline") return;
-  const nextKillAt = BigInt(m.killAt);
-  if (nextKillAt <= killAt) return;
-  killAt = nextKillAt;
-  termAt = BigInt(m.termAt);
-  check();
-});
-process.on("disconnect", () => {
-  if (ended) return;
-  const cap = now() + BigInt(graceMs) * 1000000n;
-  if (cap < killAt) killAt = cap;
-  if (!termSent) {
-    termSent = true;
-    group("SIGTERM");
+const start = () => {
+  started = true;
+  if (now() >= termAt) {
+    // The window is already closing (the wrapper stalled): do not start what would be stopped at once.
+    ended = true;
+    send({ type: "deadline", signal: "not-started" }, () => process.exit(0));
+    return;
   }
-  check();
-});
-if (now() >= termAt) {
-  // Started too late (the wrapper or the machine stalled): the window is already closing.
-  ended = true;
-  send({ type: "deadline", signal: "not-started" }, () => process.exit(0));
-} else {
   const child = spawn(file, args, { stdio: "inherit" });
   child.on("spawn", () => send({ type: "started", pid: child.pid }));
   child.on("error", (error) => {
@@ -107,17 +95,40 @@ if (now() >= termAt) {
     if (ended) return;
     ended = true;
     clearTimeout(timer);
+    // Report, then SIGKILL whatever the command left in the group (and the guard with it).
     send({ type: "exit", code, signal }, () => group("SIGKILL"));
   });
   check();
-}
+};
+process.on("message", (m) => {
+  if (!m || (m.type !== "start" && m.type !== "deadline")) return;
+  const nextKillAt = BigInt(m.killAt);
+  if (killAt === undefined || nextKillAt > killAt) {
+    killAt = nextKillAt;
+    termAt = BigInt(m.termAt);
+  }
+  if (m.type === "start" && !started) start();
+  else if (started) check();
+});
+process.on("disconnect", () => {
+  if (!started) process.exit(0); // the wrapper is gone before the command ran
+  if (ended) return;
+  const cap = now() + BigInt(graceMs) * 1000000n;
+  if (cap < killAt) killAt = cap;
+  if (!termSent) {
+    termSent = true;
+    group("SIGTERM");
+  }
+  check();
+});
+send({ type: "ready" });
 `;
 
 export type JobOutcome =
   | { kind: "exited"; code: number }
   | { kind: "signalled"; signal: NodeJS.Signals }
   | { kind: "failed"; code: string; message: string }
-  /** The safe window was already closing when the guard came to start the command; it never ran. */
+  /** The safe window was closing (or leadership over) when the guard was ready; the command never ran. */
   | { kind: "too-late" }
   /** The guard died without reporting the command's end; the wrapper SIGKILLed the group. */
   | { kind: "guard-died"; signal: NodeJS.Signals | null; code: number | null };
@@ -190,6 +201,18 @@ export interface JobOptions {
   graceMs: number;
   /** Called once the command has started, with its pid. */
   onStarted?: (pid: number) => void;
+  /** Called when the guard signalled the group because no newer deadline came in time, `agoMs` ago. */
+  onDeadline?: (signal: "SIGTERM" | "SIGKILL", agoMs: number) => void;
+}
+
+/** What the guard sends: "ready", "started" {pid}, "exit" {code, signal}, "error" {code, message}, "deadline" {signal, at}. */
+interface GuardMessage {
+  type?: string;
+  pid?: unknown;
+  code?: unknown;
+  signal?: unknown;
+  message?: unknown;
+  at?: unknown;
 }
 
 /** One run of the command. `exited` always resolves, whatever happens to the command or the guard. */
@@ -217,32 +240,18 @@ export class Job {
     if (file === undefined) throw new Error("no command given");
     this.until = options.until;
     this.termLeadMs = options.termLeadMs;
-    const first = this.deadline(options.until);
     this.guard = spawn(
       process.execPath,
-      ["-e", GUARD_SOURCE, "--", String(Math.round(options.graceMs)), first.termAt, first.killAt, file, ...args],
-      { stdio: ["inherit", "inherit", "inherit", "ipc"], env: options.env, detached: true },
+      ["-e", GUARD_SOURCE, "--", String(Math.round(options.graceMs)), file, ...args],
+      {
+        stdio: ["inherit", "inherit", "inherit", "ipc"],
+        env: options.env,
+        detached: true,
+      },
     );
     this.group = this.guard.pid;
     this.exited = new Promise<JobOutcome>((resolve) => {
-      this.guard.on(
-        "message",
-        (m: { type?: string; code?: unknown; signal?: unknown; message?: unknown; pid?: unknown }) => {
-          if (m.type === "started" && typeof m.pid === "number") {
-            options.onStarted?.(m.pid);
-          } else if (m.type === "exit") {
-            this.reported =
-              typeof m.signal === "string"
-                ? { kind: "signalled", signal: m.signal as NodeJS.Signals }
-                : { kind: "exited", code: typeof m.code === "number" ? m.code : 1 };
-          } else if (m.type === "error") {
-            this.reported = { kind: "failed", code: String(m.code), message: String(m.message) };
-          } else if (m.type === "deadline") {
-            if (m.signal === "not-started") this.reported = { kind: "too-late" };
-            else if (m.signal === "SIGTERM" || m.signal === "SIGKILL") this.stoppedAtDeadline = m.signal;
-          }
-        },
-      );
+      this.guard.on("message", (m: GuardMessage) => this.onGuardMessage(m, options));
       const settle = (outcome: JobOutcome) => {
         if (this.done) return;
         this.done = true;
@@ -271,10 +280,39 @@ export class Job {
     return !this.done;
   }
 
+  private onGuardMessage(m: GuardMessage, options: JobOptions): void {
+    if (m.type === "ready") {
+      if (this.leadershipOver) {
+        // Leadership ended while the guard was starting: the command must not start at all.
+        this.reported = { kind: "too-late" };
+        this.guard.disconnect();
+      } else {
+        // The deadline as it stands now, converted now: the guard judges the window by it.
+        this.guard.send({ type: "start", ...this.deadline(this.until) }, () => undefined);
+      }
+    } else if (m.type === "started" && typeof m.pid === "number") {
+      options.onStarted?.(m.pid);
+    } else if (m.type === "exit") {
+      this.reported =
+        typeof m.signal === "string"
+          ? { kind: "signalled", signal: m.signal as NodeJS.Signals }
+          : { kind: "exited", code: typeof m.code === "number" ? m.code : 1 };
+    } else if (m.type === "error") {
+      this.reported = { kind: "failed", code: String(m.code), message: String(m.message) };
+    } else if (m.type === "deadline" && m.signal === "not-started") {
+      this.reported = { kind: "too-late" };
+    } else if (m.type === "deadline" && (m.signal === "SIGTERM" || m.signal === "SIGKILL")) {
+      this.stoppedAtDeadline = m.signal;
+      const at = typeof m.at === "string" && /^\d+$/.test(m.at) ? BigInt(m.at) : process.hrtime.bigint();
+      options.onDeadline?.(m.signal, Number(process.hrtime.bigint() - at) / 1e6);
+    }
+  }
+
   /** A renewal moved the end of the safe window (`performance.now()` instant) to `until`. */
   extend(until: number | undefined): void {
     if (until === undefined || this.done || this.leadershipOver || until <= this.until) return;
     this.until = until;
+    // Before the guard is ready its "start" carries the latest deadline; a deadline sent early is harmless.
     if (this.guard.connected) this.guard.send({ type: "deadline", ...this.deadline(until) }, () => undefined);
     this.armKill();
   }

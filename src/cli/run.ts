@@ -183,6 +183,15 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
         termLeadMs,
         graceMs,
         onStarted: (pid) => say(`command started: pid ${pid}, process group ${started.group} (with its guard)`),
+        onDeadline: (signal, agoMs) => {
+          // Read late when the wrapper itself was paused: say when it happened.
+          const when = agoMs > 100 ? ` ${Math.round(agoMs)} ms ago` : "";
+          say(
+            signal === "SIGTERM"
+              ? `the guard sent SIGTERM to the command${when}: no renewal of "${name}" came in time; SIGKILL follows when the safe window closes unless one does`
+              : `the guard sent SIGKILL to the command${when}: the safe window of "${name}" closed without a renewal`,
+          );
+        },
       });
       job = started;
       elector.trackWork(started.exited);
@@ -203,7 +212,10 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       say(`lost leadership of "${name}" (term ${term}: ${reason === "conflict" ? "taken over or released" : reason})`);
       // No new campaign from this wrapper: stop the elector (it is a follower now, nothing to release).
       void elector.stop({ release: true });
-      if (job) {
+      if (job && reason === "expired") {
+        // The window has closed: SIGKILL went to the group above (the guard's SIGTERM came earlier).
+        say("the lease's safe window has closed: SIGKILL sent to the command's process group");
+      } else if (job) {
         say(`stopping the command (SIGTERM; SIGKILL after ${graceMs} ms or when the safe window closes, if sooner)`);
         job.terminate(graceMs);
       } else {
