@@ -7,7 +7,8 @@
  * term's command runs, then SIGCONTed; its wrapper SIGKILLed; its wrapper's process group SIGKILLed;
  * its guard SIGKILLed. From the commands' own lines the tests check that no line of a term is
  * written after the first line of a later term, and that none of a faulted term's processes is
- * alive 1 s after its wrapper and its guard are gone.
+ * alive 1 s after its wrapper and its guard are gone. One more test stops the store (the API
+ * server, SIGSTOPped) under a live wrapper: the guard's SIGTERM, then SIGKILL at the window's end.
  *
  * Seeded (GUARD_SEED, default 12): which lines the fault waits for, each candidate's command, its
  * --grace-ms. Only what the kernel does with time is not.
@@ -122,7 +123,12 @@ const ms = (ns: bigint) => Number(ns) / 1e6;
  * Once the victim's wrapper has exited and its guard is gone, waits 1 s and lists the faulted
  * term's processes still alive (none expected).
  */
-async function survivorsAfter(cluster: Cluster, victim: Candidate, guardPid: number, term: number): Promise<string[]> {
+async function survivorsAfter(
+  cluster: Pick<Cluster, "dir" | "lines">,
+  victim: Candidate,
+  guardPid: number,
+  term: number,
+): Promise<string[]> {
   await until(`${victim.identity}'s wrapper to exit`, () => victim.exited);
   await until(`${victim.identity}'s guard (pid ${guardPid}) to be gone`, () => !alive(guardPid, cluster.dir));
   const goneAt = performance.now();
@@ -267,6 +273,62 @@ describe("leasehold run: the command cannot outlive its lease", () => {
     const after = process.hrtime.bigint();
     const theirs = BigInt(out);
     expect(theirs > before && theirs < after).toBe(true);
+  });
+
+  it("the store stops answering, the wrapper alive: the guard sends SIGTERM before the window closes, SIGKILL at its end; exit 75", async ({
+    onTestFinished,
+  }) => {
+    const dir = mkdtempSync(join(root, "t-"));
+    const log = join(dir, "terms.log");
+    const procs = new CliProcesses();
+    onTestFinished(() => killMentioning(dir));
+    const server = procs.start(["serve", "--port", "0", "--store", `sqlite:${join(dir, "leases.db")}`, "--json"]);
+    const { url } = await until("the API's address", () => {
+      const line = server.stdout().split("\n")[0];
+      return line ? (JSON.parse(line) as { url: string }) : undefined;
+    });
+    const writer: WriterOptions = { onSigterm: "ignore", child: true };
+    const a = procs.start([
+      "run",
+      "--lease",
+      "guard/http",
+      "--store",
+      url,
+      "--identity",
+      "A",
+      "--lease-ms",
+      String(LEASE_MS),
+      "--",
+      ...writerCommand(log, writer),
+    ]);
+    const candidate: Candidate = { identity: "A", cli: a, writer, graceMs: LEASE_MS, exited: false };
+    void a.exited.then(() => {
+      candidate.exited = true;
+    });
+    const first = await until("A's command to write 3 lines", () => {
+      const lines = readWriterLog(log);
+      return lines.length >= 3 ? lines[0] : undefined;
+    });
+    server.child.kill("SIGSTOP"); // renewals now time out; the wrapper itself keeps running
+
+    expect(await a.exited).toEqual({ code: 75, signal: null });
+    const survivors = await survivorsAfter({ dir, lines: () => readWriterLog(log) }, candidate, first.ppid, first.term);
+    server.child.kill("SIGCONT");
+    const stderr = a.stderr();
+    const events = readWriterLog(log).map((l) => l.event);
+    console.log(
+      `store stopped (lease ${LEASE_MS} ms): ${stderr
+        .split("\n")
+        .filter((l) => /the guard|lost|window/.test(l))
+        .join(" / ")}`,
+    );
+    // SIGTERM from the guard (halfway through what was left of the window), ignored by the command;
+    // it went on writing until the SIGKILL at the end of the window.
+    expect(stderr).toContain("the guard sent SIGTERM to the command");
+    expect(events).toContain("sigterm");
+    expect(events.at(-1)).toBe("tick");
+    expect(stderr).toContain('lost leadership of "guard/http" (term 1: expired)');
+    expect(survivors).toEqual([]);
   });
 
   const faults: Fault[] = ["stop-wrapper", "kill-wrapper", "kill-wrapper-group", "kill-guard"];

@@ -352,7 +352,9 @@ export class Job {
     clearTimeout(this.killTimer);
     const at = Math.min(this.killAt, this.leadershipOver ? this.until : Number.POSITIVE_INFINITY);
     if (!Number.isFinite(at)) return;
-    this.killTimer = setTimeout(() => this.signal("SIGKILL"), Math.max(0, at - performance.now()));
+    const inMs = at - performance.now();
+    if (inMs <= 0) this.signal("SIGKILL");
+    else this.killTimer = setTimeout(() => this.signal("SIGKILL"), inMs);
   }
 
   private signalGroup(signal: NodeJS.Signals): void {

@@ -22,7 +22,7 @@
  *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
  */
 import { hostname } from "node:os";
-import { Elector, type ElectorOptions } from "../elector.js";
+import { Elector, type ElectorOptions, LeadershipLostError } from "../elector.js";
 import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
@@ -197,7 +197,11 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       elector.trackWork(started.exited);
       // Leadership ended under CMD: stop it at once. A wrapper being stopped already forwarded its signal.
       signal.addEventListener("abort", () => {
-        if (!stopping) started.terminate(graceMs);
+        if (stopping) return;
+        const why = signal.reason;
+        // Expired: the safe window has closed, so SIGKILL at once (the guard's SIGTERM came earlier).
+        if (why instanceof LeadershipLostError && why.reason === "expired") started.leadershipEnded();
+        else started.terminate(graceMs);
       });
       void started.exited.then((outcome) => onJobExit(term, started, outcome));
     });
@@ -213,7 +217,6 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       // No new campaign from this wrapper: stop the elector (it is a follower now, nothing to release).
       void elector.stop({ release: true });
       if (job && reason === "expired") {
-        // The window has closed: SIGKILL went to the group above (the guard's SIGTERM came earlier).
         say("the lease's safe window has closed: SIGKILL sent to the command's process group");
       } else if (job) {
         say(`stopping the command (SIGTERM; SIGKILL after ${graceMs} ms or when the safe window closes, if sooner)`);
