@@ -2,7 +2,7 @@
  * `leasehold run`'s command cannot outlive its lease, tried with real processes and real signals:
  * three candidates share one SQLite lease (1200 ms); each runs a command (test/support/term-writer.ts)
  * that appends "<term> <CLOCK_MONOTONIC ns> ..." to one log every 20 ms, some with a child in their
- * process group, some ignoring SIGTERM. Each test hits the leader with one fault, three times over
+ * process group, some ignoring SIGTERM. Each test hits the leader with one fault, twice over
  * (a faulted candidate is replaced, as a supervisor would): its wrapper SIGSTOPped until the next
  * term's command runs, then SIGCONTed; its wrapper SIGKILLed; its wrapper's process group SIGKILLed;
  * its guard SIGKILLed. From the commands' own lines the tests check that no line of a term is
