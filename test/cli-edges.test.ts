@@ -92,6 +92,21 @@ describe("read-only commands never create a database", () => {
   });
 });
 
+it("run refuses a lease too short for a renewal to land in its safe window, naming --lease-ms", async () => {
+  const path = join(root, "short.db");
+  const result = await leasehold(["run", "--lease", "jobs/short", "--lease-ms", "10", "--", "true"], {
+    env: { LEASEHOLD_DB: path },
+  });
+  expect(result.code).toBe(2);
+  expect(result.stderr).toMatch(
+    /^leasehold: invalid run options: --lease-ms: a lease of 10 ms leaves a renewal 6 ms between falling due and the end of its safe window, but a round trip to the store took \d+ ms \(\d+ ms needed, .*\): use --lease-ms \d+ or more\n$/,
+  );
+  // Nothing was campaigned for: the lease was never written.
+  const store = new SqliteStore({ path });
+  expect(await store.get("jobs/short")).toBeNull();
+  await store.close();
+});
+
 it("a SQLite file that cannot be opened is named, with the variable that chose it", async () => {
   const blocked = join(root, "not-a-folder");
   mkdirSync(blocked);
@@ -111,15 +126,18 @@ describe("a server that requires a token", () => {
   });
   afterAll(() => api.close());
 
-  it.each([[["status"]], [["watch", "jobs/x"]], [["release", "jobs/x", "--holder", "a", "--term", "1"]]])(
-    "%j without LEASEHOLD_TOKEN ends with exit 2 naming the variable",
-    async (args) => {
-      const result = await leasehold([...args, "--store", api.url]);
-      expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/^leasehold: the API requires a token \(401: .*\); set LEASEHOLD_TOKEN/);
-      expect(result.stderr.trim().split("\n")).toHaveLength(1);
-    },
-  );
+  it.each([
+    [["status"]],
+    [["watch", "jobs/x"]],
+    [["release", "jobs/x", "--holder", "a", "--term", "1"]],
+    [["run", "--lease", "jobs/x", "--", "true"]],
+  ])("%j without LEASEHOLD_TOKEN ends with exit 2 naming the variable", async (args) => {
+    // Right after the command's name: whatever follows a "--" belongs to run's command.
+    const result = await leasehold([args[0] ?? "", "--store", api.url, ...args.slice(1)]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^leasehold: the API requires a token \(401: .*\); set LEASEHOLD_TOKEN/);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+  });
 
   it("a token the server does not know, and one outside its scope, are named too", async () => {
     const unknown = await leasehold(["status", "--store", api.url], { env: { LEASEHOLD_TOKEN: "not-a-token-0000" } });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Stored } from "../src/lease.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { CliProcesses, jobCommand, readLog, until } from "./support/cli-processes.js";
+import { CliProcesses, jobCommand, killMentioning, readLog, until } from "./support/cli-processes.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-run-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -24,6 +24,7 @@ function world(onTestFinished: (fn: () => Promise<void>) => void) {
   const procs = new CliProcesses();
   onTestFinished(async () => {
     await procs.killAll();
+    await killMentioning(dir); // guards and commands, in process groups of their own
     await store.close();
   });
   const wrapper = (identity: string, leaseMs: number, job: string[], ...flags: string[]) =>

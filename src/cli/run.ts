@@ -4,12 +4,19 @@
  * Life of one wrapper (docs/cli.md has the user's view):
  *   waiting   campaign; "waiting" messages on stderr.
  *   running   elected: CMD starts with LEASEHOLD_LEASE, LEASEHOLD_TERM, LEASEHOLD_IDENTITY. The
- *             elector keeps renewing. CMD runs under a guard (job.ts), so it dies with the wrapper.
+ *             elector keeps renewing, and every renewal hands CMD's guard (job.ts) the new end of the
+ *             safe window: the guard SIGKILLs CMD there unless a later one came, so CMD cannot
+ *             outlive the lease whether the wrapper is paused, killed or killed with its group.
  *   CMD exits while leader: release the lease, exit with CMD's status. With --once and status 0:
  *             keep holding (renewing, not rerunning) until the term ends or the wrapper is stopped.
  *   leadership lost (renewal conflict or expiry): SIGTERM to CMD at once, SIGKILL after the grace
- *             period; once CMD is gone, exit 75 (EX_TEMPFAIL) without campaigning again: a
- *             supervisor restarts the wrapper, which then campaigns afresh.
+ *             period or when the safe window closes, whichever is first; once CMD is gone, exit 75
+ *             (EX_TEMPFAIL) without campaigning again: a supervisor restarts the wrapper, which then
+ *             campaigns afresh.
+ *   renewals late: the guard sends SIGTERM halfway between the missed renewal and the end of the
+ *             window, SIGKILL at its end; CMD stopped that way also means exit 75.
+ *   guard gone (killed) before CMD's end was reported: SIGKILL to CMD's process group at once, stop
+ *             renewing without releasing (the lease runs out), exit 75.
  *   SIGINT/SIGTERM to the wrapper: forwarded to CMD; the elector's graceful stop keeps renewing
  *             until CMD has exited (trackWork), SIGKILL after the grace period, then releases so
  *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
@@ -17,11 +24,11 @@
 import { hostname } from "node:os";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
-import { LeaseValidationError } from "../errors.js";
+import { LeadershipLostError, LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode } from "./job.js";
-import { type CliIo, EXIT_LOST, errorMessage } from "./output.js";
+import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
+import { authFailure, type CliIo, EXIT_LOST, EXIT_USAGE, errorMessage } from "./output.js";
 
 export interface RunOptions {
   store: string;
@@ -73,6 +80,39 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
   }
 }
 
+/** Below this, the guard's and the wrapper's own timers cannot keep up, whatever the store. */
+const MIN_RENEWAL_SLACK_MS = 100;
+
+/**
+ * Refuses a lease too short for this store: a renewal falls due `renewMs` after the last one and
+ * must land before the safe window closes (`leaseMs - safetyMs`); the slack between the two has to
+ * cover a round trip to the store (measured once, with a read) twice over, and the timers. A lease
+ * below it would be won and lost at once, its command killed by the guard as soon as it started.
+ */
+async function checkRoundTrip(store: LeaseStore, elector: Elector): Promise<void> {
+  const started = performance.now();
+  try {
+    await store.get(elector.name);
+  } catch (error) {
+    // Not a judgement on the lease: a refused token ends the command (exit 2); other errors are
+    // the elector's to report and retry.
+    if (authFailure(error, {}) !== undefined) throw error;
+    return;
+  }
+  const roundTripMs = performance.now() - started;
+  const slackMs = elector.leaseMs - elector.safetyMs - elector.renewMs;
+  const neededMs = Math.max(MIN_RENEWAL_SLACK_MS, 2 * roundTripMs);
+  if (slackMs >= neededMs) return;
+  // With the default proportions (renew a third, safety a tenth) the slack is 17/30 of the lease.
+  const suggested = Math.ceil((neededMs * 30) / 17 / 100) * 100;
+  throw new LeaseValidationError("run options", [
+    {
+      path: "--lease-ms",
+      message: `a lease of ${elector.leaseMs} ms leaves a renewal ${Math.round(slackMs)} ms between falling due and the end of its safe window, but a round trip to the store took ${Math.round(roundTripMs)} ms (${Math.round(neededMs)} ms needed, twice the round trip and at least ${MIN_RENEWAL_SLACK_MS} ms for the timers): use --lease-ms ${suggested} or more`,
+    },
+  ]);
+}
+
 export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
   const store = await openStore(o.store, { env: io.env });
   let options: ElectorOptions & { graceMs: number };
@@ -85,9 +125,14 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     throw error;
   }
   const { graceMs } = options;
-  // The guard's SIGKILL after the wrapper died must land before anyone else can hold the lease:
-  // the last renewal was sent at most renewMs before death, and it is valid for leaseMs - safetyMs.
-  const orphanKillMs = Math.max(0, Math.min(graceMs, elector.leaseMs - elector.renewMs - elector.safetyMs));
+  const { leaseMs, renewMs, safetyMs } = elector;
+  try {
+    await checkRoundTrip(store, elector);
+  } catch (error) {
+    await store.close?.();
+    throw error;
+  }
+  const termLeadMs = sigtermLeadMs({ leaseMs, renewMs, safetyMs, graceMs });
   const name = elector.name;
   const say = io.say;
 
@@ -101,6 +146,8 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     let lost = false;
     let finished = false;
     let lastError = "";
+    /** The API refused our token: no retry fixes that, so the wrapper ends with exit 2. */
+    let refused = false;
 
     const finish = async (code: number, release: boolean) => {
       if (finished) return;
@@ -114,12 +161,28 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
       }
     };
 
-    const onJobExit = (term: number, outcome: JobOutcome) => {
+    const onJobExit = (term: number, ended: Job, outcome: JobOutcome) => {
       job = undefined;
       const code = exitCodeOf(outcome);
-      if (lost) {
+      if (refused) {
+        say(`command ${describeOutcome(outcome)}; exiting ${EXIT_USAGE}`);
+        void finish(EXIT_USAGE, false);
+      } else if (outcome.kind === "guard-died") {
+        // Not knowing whether CMD is gone (its group got SIGKILL, but a process stuck in the kernel
+        // dies only when its call returns), the lease is left to run out rather than released.
+        lost = true;
+        say(
+          `command ${describeOutcome(outcome)}; SIGKILL sent to its process group ${ended.group}; ` +
+            `giving up "${name}" (term ${term}) without releasing it; exiting ${EXIT_LOST}`,
+        );
+        void finish(EXIT_LOST, false);
+      } else if (lost) {
         say(`command ${describeOutcome(outcome)} after leadership was lost; exiting ${EXIT_LOST}`);
         void finish(EXIT_LOST, false);
+      } else if (outcome.kind === "too-late" || ended.stoppedAtDeadline) {
+        const why = ended.stoppedAtDeadline ? ` after the guard sent it ${ended.stoppedAtDeadline}` : "";
+        say(`command ${describeOutcome(outcome)}${why}: no renewal of "${name}" came in time; exiting ${EXIT_LOST}`);
+        void finish(EXIT_LOST, true);
       } else if (stopping) {
         say(`command ${describeOutcome(outcome)}; releasing "${name}" (term ${term})`);
         void finish(code, true);
@@ -139,6 +202,16 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     });
 
     elector.on("error", ({ error, during }) => {
+      const auth = authFailure(error, io.env);
+      if (auth !== undefined) {
+        if (refused) return;
+        refused = true;
+        say(auth);
+        // Leading or not, this wrapper cannot keep the lease: stop the command (if any), then exit 2.
+        if (job) job.terminate(graceMs);
+        else void finish(EXIT_USAGE, false);
+        return;
+      }
       const message = `store error during ${during}: ${errorMessage(error)}`;
       if (message !== lastError) say(message);
       lastError = message;
@@ -156,25 +229,47 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
           LEASEHOLD_TERM: String(term),
           LEASEHOLD_IDENTITY: elector.identity,
         },
-        orphanKillMs,
+        until: elector.current.leaderUntil ?? performance.now(),
+        termLeadMs,
+        graceMs,
+        onStarted: (pid) => say(`command started: pid ${pid}, process group ${started.group} (with its guard)`),
+        onDeadline: (signal, agoMs) => {
+          // Read late when the wrapper itself was paused: say when it happened.
+          const when = agoMs > 100 ? ` ${Math.round(agoMs)} ms ago` : "";
+          say(
+            signal === "SIGTERM"
+              ? `the guard sent SIGTERM to the command${when}: no renewal of "${name}" came in time; SIGKILL follows when the safe window closes unless one does`
+              : `the guard sent SIGKILL to the command${when}: the safe window of "${name}" closed without a renewal`,
+          );
+        },
       });
       job = started;
       elector.trackWork(started.exited);
       // Leadership ended under CMD: stop it at once. A wrapper being stopped already forwarded its signal.
       signal.addEventListener("abort", () => {
-        if (!stopping) started.terminate(graceMs);
+        if (stopping) return;
+        const why = signal.reason;
+        // Expired: the safe window has closed, so SIGKILL at once (the guard's SIGTERM came earlier).
+        if (why instanceof LeadershipLostError && why.reason === "expired") started.leadershipEnded();
+        else started.terminate(graceMs);
       });
-      void started.exited.then((outcome) => onJobExit(term, outcome));
+      void started.exited.then((outcome) => onJobExit(term, started, outcome));
     });
 
+    elector.on("renewed", () => job?.extend(elector.current.leaderUntil));
+
     elector.on("deposed", ({ term, reason }) => {
+      // Whatever the reason, the deadline the command last got is now final.
+      job?.leadershipEnded();
       if (finished || stopping || reason === "released" || reason === "stopped") return;
       lost = true;
       say(`lost leadership of "${name}" (term ${term}: ${reason === "conflict" ? "taken over or released" : reason})`);
       // No new campaign from this wrapper: stop the elector (it is a follower now, nothing to release).
       void elector.stop({ release: true });
-      if (job) {
-        say(`stopping the command (SIGTERM, SIGKILL after ${graceMs} ms)`);
+      if (job && reason === "expired") {
+        say("the lease's safe window has closed: SIGKILL sent to the command's process group");
+      } else if (job) {
+        say(`stopping the command (SIGTERM; SIGKILL after ${graceMs} ms or when the safe window closes, if sooner)`);
         job.terminate(graceMs);
       } else {
         void finish(EXIT_LOST, false);

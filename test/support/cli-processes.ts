@@ -1,10 +1,12 @@
 /**
  * Runs the real `leasehold` binary (node bin/leasehold.js) as child processes for the CLI tests,
  * remembers every child so `killAll` (afterEach) leaves nothing behind, and reads the log the
- * test command (cli-job.ts) writes.
+ * test command (cli-job.ts) writes. `killMentioning` finds and kills every process whose command
+ * line names a test's own directory, wherever it ended up (guards and commands live in process
+ * groups of their own and outlive a SIGKILLed wrapper by design).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export const repo = join(import.meta.dirname, "..", "..");
@@ -28,12 +30,14 @@ export class CliProcesses {
 
   constructor(private readonly env: Record<string, string> = {}) {}
 
-  start(args: string[], env: Record<string, string> = {}): Cli {
+  /** `detached`: the wrapper leads a process group of its own (pgid = its pid), so a test may SIGKILL that group. */
+  start(args: string[], env: Record<string, string> = {}, options: { detached?: boolean } = {}): Cli {
     const { LEASEHOLD_STORE: _ignored, ...inherited } = process.env;
     const child = spawn(process.execPath, [bin, ...args], {
       cwd: repo,
       env: { ...inherited, ...this.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
+      detached: options.detached ?? false,
     });
     let out = "";
     let err = "";
@@ -74,6 +78,62 @@ export class CliProcesses {
     for (const cli of left) cli.child.kill("SIGKILL");
     await Promise.all(left.map((c) => c.exited));
   }
+}
+
+/** `/proc/<pid>/stat` state and command line, or undefined when there is no such process (Linux). */
+function procInfo(pid: number): { state: string; cmdline: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    return { state, cmdline };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `pid` is a live (not zombie) process whose command line contains `marker`. A zombie has
+ * stopped running but keeps answering `kill(pid, 0)` until reaped, and in some containers pid 1
+ * never reaps; the marker guards against a recycled pid.
+ */
+export function alive(pid: number, marker: string): boolean {
+  if (!existsSync("/proc/self/stat")) {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  const info = procInfo(pid);
+  return info !== undefined && info.state !== "Z" && info.state !== "X" && info.cmdline.includes(marker);
+}
+
+/** Live processes whose command line contains `marker` (Linux; [] elsewhere). */
+export function processesMentioning(marker: string): number[] {
+  if (!existsSync("/proc/self/stat")) return [];
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .map(Number)
+    .filter((pid) => alive(pid, marker));
+}
+
+/** SIGKILLs every live process whose command line contains `marker` until none is left. */
+export async function killMentioning(marker: string): Promise<void> {
+  for (let round = 0; round < 50; round++) {
+    const left = processesMentioning(marker);
+    if (left.length === 0) return;
+    for (const pid of left) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`processes mentioning ${marker} survived SIGKILL: ${processesMentioning(marker).join(", ")}`);
 }
 
 /** Polls `check` until it returns a value other than undefined/false; fails after `timeoutMs` naming `what`. */
