@@ -7,7 +7,7 @@
  *   LEASEHOLD_STORE_KIND    where leases live: "dynamodb" (default, a table) or "s3" (a bucket)
  *   LEASEHOLD_TTL_ATTRIBUTE opt-in TTL attribute name on the table (DynamoDB only)
  *   LEASEHOLD_MAX_SKEW_MS   skew bound for the stateless API (same bounds as every entry)
- *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 20 (default), 22 or 24
+ *   LEASEHOLD_LAMBDA_NODE   Lambda Node runtime: 22 (default), 24 or 20 (deprecated by AWS)
  *   LEASEHOLD_LAMBDA_DIR    bundled code folder (default <repo>/build/lambda, written by bundle-lambda.ts)
  *   LEASEHOLD_STACK_NAME    stack name (default Leasehold)
  *   CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION  set by the CDK CLI from your AWS profile

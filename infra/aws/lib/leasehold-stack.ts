@@ -56,8 +56,9 @@ export interface LeaseholdStackProps extends StackProps {
   /** Wall-clock skew bound the stateless API assumes (LEASEHOLD_MAX_SKEW_MS). Default: the app's. */
   maxSkewMs?: number;
   /**
-   * Lambda's Node runtime. Default Node 20, the project's floor; AWS deprecated nodejs20.x on
-   * 2026-04-30 and stops creating such functions on 2027-02-01, so pass 22 or 24 for new stacks.
+   * Lambda's Node runtime. Default Node 22: AWS deprecated nodejs20.x on 2026-04-30 and stops
+   * creating such functions on 2027-02-01. 20 stays possible for existing stacks (the bundle
+   * targets Node 20, the project's floor, so it runs on all three).
    */
   nodeVersion?: 20 | 22 | 24;
   /** How long the function's logs are kept. Default one month. */
@@ -154,7 +155,7 @@ export class LeaseholdStack extends Stack {
     readServerConfig({ ...environment, LEASEHOLD_STORE: standIn, AWS_REGION: "us-east-1" }, "lambda");
 
     this.function = new lambda.Function(this, "Api", {
-      runtime: RUNTIMES[props.nodeVersion ?? 20],
+      runtime: RUNTIMES[props.nodeVersion ?? 22],
       architecture: lambda.Architecture.ARM_64,
       handler: "index.handler",
       code: lambda.Code.fromAsset(props.codeDir),
