@@ -125,7 +125,7 @@ describe("AzureBlobStore: SDK retries of conditional writes (a caller's retrying
     proxy.resetCounts();
     const error = await rejection(store.put(record, null));
     expect(proxy.seen).toEqual(["put", "put", "get"]); // the SDK retried, was refused, the store read
-    // The store reports; the elector decides "mine" by writeId (DESIGN.md §9).
+    // The store reports; the write path decides "mine" by writeId (docs/design.md §4).
     expect(error).toBeInstanceOf(LeaseConflictError);
     expect((error as LeaseConflictError).current?.record).toEqual(record);
   });
