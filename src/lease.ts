@@ -41,7 +41,7 @@ export const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD80
 
 export const holderSchema = z
   .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty string" })
+  .min(1, { error: "expected a non-empty string", abort: true })
   .max(MAX_HOLDER_LENGTH, { error: `expected at most ${MAX_HOLDER_LENGTH} characters` })
   .regex(HOLDER_PATTERN, { error: "expected no control characters" })
   .refine((s) => !UNPAIRED_SURROGATE.test(s), { error: "expected no unpaired surrogates" });
