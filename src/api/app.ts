@@ -1,7 +1,8 @@
 /**
  * The leasehold HTTP API (docs/design.md §5): `createApp({ store, auth, clock, limits })` returns a
  * Hono app; runtimes only wire it (src/runtime/*). Routes under /v1, problem+json errors
- * (RFC 9457), bearer tokens scoped to lease prefixes, OpenAPI generated from the zod schemas.
+ * (RFC 9457), bearer tokens scoped to lease prefixes; the OpenAPI 3.1 document that is the contract
+ * is declared in ./openapi.ts from the same zod schemas the routes validate with.
  * Lease names contain "/", so clients URL-encode them in paths (adapters%2Fbilling).
  */
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
@@ -80,9 +81,9 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     metrics.requests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
 
-  // Request checks in the order HTTP asks for them, each before anything reads the body: the
-  // method (405), who is asking (401), the body's size (413) and type (415); then per route the
-  // name and the token's scope (400, 403), and only then the body's fields (400).
+  // Request checks in order, each before anything reads what the next needs (docs/design.md §5):
+  // the method (405), who is asking (401), the body's type (415) and size (413); then per route
+  // the name and the token's scope (400, 403), and only then the body itself (400).
   app.use(
     "*",
     methodNotAllowed(() => app.routes),
