@@ -14,7 +14,7 @@ import { installSchemathesis, schemathesisDir } from "./support/schemathesis.js"
 
 const execFileAsync = promisify(execFile);
 const SEED = "20261203";
-const MAX_EXAMPLES = "50";
+const MAX_EXAMPLES = "100";
 
 let schemathesis: string[];
 beforeAll(async () => {
