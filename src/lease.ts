@@ -24,12 +24,27 @@ export const prefixSchema = z
   .string({ error: "expected a string" })
   .regex(PREFIX_PATTERN, { error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -` });
 
-// Printable characters only: a holder ends up in logs, headers and tables.
+/**
+ * No control characters (Unicode Cc: U+0000-001F, U+007F-009F): a holder ends up in logs, headers
+ * and tables. Written without flags and without \p{...}, so the API publishes this very pattern
+ * and it reads the same in ECMA-262 with or without `u`, in Python, Go and Rust regex engines.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this rule excludes
+export const HOLDER_PATTERN = /^[^\x00-\x1F\x7F-\x9F]+$/;
+
+/**
+ * An unpaired surrogate: not Unicode text, and a store that writes UTF-8 would change it. No
+ * regex engine but ECMA-262's can name one, so it is its own check rather than part of a pattern
+ * (the API refuses one anywhere in a request body first: docs/design.md §5).
+ */
+export const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export const holderSchema = z
   .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty string" })
+  .min(1, { error: "expected a non-empty string", abort: true })
   .max(MAX_HOLDER_LENGTH, { error: `expected at most ${MAX_HOLDER_LENGTH} characters` })
-  .regex(/^[^\p{Cc}\p{Cs}]+$/u, { error: "expected no control characters" });
+  .regex(HOLDER_PATTERN, { error: "expected no control characters" })
+  .refine((s) => !UNPAIRED_SURROGATE.test(s), { error: "expected no unpaired surrogates" });
 
 export const leaseMsSchema = z
   .number({ error: "expected a number of milliseconds" })

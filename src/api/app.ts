@@ -1,30 +1,24 @@
 /**
  * The leasehold HTTP API (docs/design.md §5): `createApp({ store, auth, clock, limits })` returns a
  * Hono app; runtimes only wire it (src/runtime/*). Routes under /v1, problem+json errors
- * (RFC 9457), bearer tokens scoped to lease prefixes, OpenAPI generated from the zod schemas.
+ * (RFC 9457), bearer tokens scoped to lease prefixes; the OpenAPI 3.1 document that is the contract
+ * is declared in ./openapi.ts from the same zod schemas the routes validate with.
  * Lease names contain "/", so clients URL-encode them in paths (adapters%2Fbilling).
  */
-import { createRoute, OpenAPIHono, type z } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import { OpenAPIHono, type z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { type Clock, systemClock } from "../clock.js";
-import {
-  AcquireBody,
-  LeaseList,
-  LeaseResult,
-  Lease as LeaseSchema,
-  ListQuery,
-  NameParam,
-  Problem,
-  RecordBody,
-  TermBody,
-} from "../http/schemas.js";
+import type { FieldIssue } from "../errors.js";
+import { ENTITY_TAG_PATTERN } from "../http/schemas.js";
 import type { LeaseStore, Stored } from "../lease.js";
-import { validateName, zodIssues } from "../lease.js";
-import { type AuthConfig, Authorizer, type Verb } from "./auth.js";
+import { UNPAIRED_SURROGATE, validateName, validatePrefix, zodIssues } from "../lease.js";
+import { type AuthConfig, Authorizer, type Principal, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
+import { methodNotAllowed } from "./methods.js";
 import { ApiMetrics } from "./metrics.js";
+import { apiRoutes, documentParts, PROMETHEUS_TEXT, withSchemas } from "./openapi.js";
 import { resolveAppOptions } from "./options.js";
 import { PROBLEM_TYPE, ProblemError } from "./problems.js";
 import { WatchHub } from "./watch-hub.js";
@@ -56,103 +50,7 @@ export interface AppOptions {
   heartbeatMs?: number;
 }
 
-type Env = { Variables: { route: string } };
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  content: { "application/json": { schema } },
-  description,
-});
-const problem = (description: string) => ({ content: { [PROBLEM_TYPE]: { schema: Problem } }, description });
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { "application/json": { schema } }, required: true },
-});
-const security = [{ bearer: [] }];
-
-const errorResponses = {
-  400: problem("Invalid name, body or query: `errors` lists each failing field"),
-  401: problem("Missing or unknown bearer token"),
-  403: problem("Token outside its scope"),
-  415: problem("Body is not application/json"),
-  503: problem("Store unavailable or write outcome unknown: retry after Retry-After"),
-};
-
-const routes = {
-  acquire: createRoute({
-    method: "post",
-    path: "/v1/leases/{name}/acquire",
-    summary: "Acquire when free or expired; the current holder calling it renews",
-    security,
-    request: { params: NameParam, ...body(AcquireBody) },
-    responses: {
-      200: json(LeaseResult, "This holder leads"),
-      409: problem("Held by another holder: `lease`"),
-      ...errorResponses,
-    },
-  }),
-  renew: createRoute({
-    method: "post",
-    path: "/v1/leases/{name}/renew",
-    summary: "Renew a held lease",
-    security,
-    request: { params: NameParam, ...body(TermBody) },
-    responses: {
-      200: json(LeaseResult, "Renewed"),
-      404: problem("The lease never existed"),
-      409: problem("Lost: another holder, the term moved on, or it expired"),
-      ...errorResponses,
-    },
-  }),
-  release: createRoute({
-    method: "post",
-    path: "/v1/leases/{name}/release",
-    summary: "Release (idempotent for the same holder and term); the term is kept",
-    security,
-    request: { params: NameParam, ...body(TermBody) },
-    responses: {
-      200: json(LeaseResult, "Released"),
-      404: problem("The lease never existed"),
-      409: problem("Not this holder's term"),
-      ...errorResponses,
-    },
-  }),
-  get: createRoute({
-    method: "get",
-    path: "/v1/leases/{name}",
-    summary: "Read one lease (strongly consistent)",
-    security,
-    request: { params: NameParam },
-    responses: {
-      200: json(LeaseSchema, "The lease; ETag is its revision"),
-      404: problem("Never existed"),
-      ...errorResponses,
-    },
-  }),
-  put: createRoute({
-    method: "put",
-    path: "/v1/leases/{name}",
-    summary: 'Raw compare-and-swap (used by the HTTP store): If-Match: "<revision>" or If-None-Match: *',
-    security,
-    request: { params: NameParam, ...body(RecordBody.extend({ acquiredAt: LeaseSchema.shape.acquiredAt })) },
-    responses: {
-      200: json(LeaseSchema, "Written"),
-      201: json(LeaseSchema, "Created"),
-      409: problem(
-        "The write breaks a term rule (`rule` names it, `lease` is the current record); nothing was written",
-      ),
-      412: problem("Revision not current: `lease` is the current record"),
-      428: problem("Neither If-Match nor If-None-Match"),
-      ...errorResponses,
-    },
-  }),
-  list: createRoute({
-    method: "get",
-    path: "/v1/leases",
-    summary: "List leases by prefix, in name order",
-    security,
-    request: { query: ListQuery },
-    responses: { 200: json(LeaseList, "One page; `next` is the cursor of the next"), ...errorResponses },
-  }),
-};
+type Env = { Variables: { route: string; principal: Principal } };
 
 export function createApp(options: AppOptions): OpenAPIHono<Env> {
   // Bounds, defaults and messages: src/api/options.ts.
@@ -164,13 +62,13 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   let service: LeaseService;
   const hub = new WatchHub(options.store, clock, watchPollMs, (name) => service.get(name));
   service = new LeaseService(options.store, clock, maxSkewMs, metrics, hub);
+  const routes = apiRoutes(auth.secured);
 
   const app = new OpenAPIHono<Env>({
     defaultHook: (result) => {
       if (!result.success) {
-        throw new ProblemError("validation", "the request does not match the API schema", {
-          errors: zodIssues(result.error as z.ZodError),
-        });
+        const errors = zodIssues(result.error as z.ZodError);
+        throw new ProblemError("validation", `invalid request: ${describeIssues(errors)}`, { errors });
       }
     },
   });
@@ -181,93 +79,129 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     metrics.requests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
 
+  // Request checks in order, each before anything reads what the next needs (docs/design.md §5):
+  // the method (405), who is asking (401), the body's type (415) and size (413); then per route
+  // the name and the token's scope (400, 403), and only then the body itself (400).
   app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: bodyBytes,
-      onError: () => {
-        throw new ProblemError("payload-too-large", `the body must be at most ${bodyBytes} bytes`);
-      },
-    }),
+    "*",
+    methodNotAllowed(() => app.routes),
   );
 
   app.use("/v1/*", async (c, next) => {
-    if (c.req.method === "POST" || c.req.method === "PUT") {
-      const type = c.req.header("content-type") ?? "";
-      if (!/^application\/json\s*(;|$)/i.test(type)) {
-        throw new ProblemError(
-          "unsupported-media-type",
-          `send Content-Type: application/json (got ${type ? JSON.stringify(type.slice(0, 64)) : "none"})`,
-        );
-      }
-    }
+    const result = await auth.authenticate(c.req.header("authorization"));
+    if (!result.ok) throw new ProblemError("unauthorized", result.detail);
+    c.set("principal", result.value);
     await next();
   });
 
+  const limit = bodyLimit({
+    maxSize: bodyBytes,
+    onError: () => {
+      throw new ProblemError("payload-too-large", `the body must be at most ${bodyBytes} bytes`);
+    },
+  });
+  app.use("/v1/*", async (c, next) => {
+    if (c.req.method !== "POST" && c.req.method !== "PUT") return next();
+    const type = c.req.header("content-type") ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      throw new ProblemError(
+        "unsupported-media-type",
+        `send Content-Type: application/json (got ${type ? JSON.stringify(type.slice(0, 64)) : "none"})`,
+      );
+    }
+    return limit(c, next);
+  });
+
   const leaseName = (c: Context) => validateName(c.req.param("name"));
-  const authorize = async (c: Context, verb: Verb, lease: string) => {
-    const result = await auth.check(c.req.header("authorization"), verb, lease);
-    if (!result.ok) throw new ProblemError(result.status === 401 ? "unauthorized" : "forbidden", result.detail);
+  const allowed = (c: Context<Env>, verb: Verb, lease: string) => {
+    const result = auth.authorize(c.get("principal"), verb, lease);
+    if (!result.ok) throw new ProblemError("forbidden", result.detail);
+  };
+  // Runs before the route's validators: a token outside its scope is 403 whatever the body says.
+  const scoped =
+    (verb: Verb): MiddlewareHandler<Env> =>
+    async (c, next) => {
+      allowed(c, verb, leaseName(c));
+      await next();
+    };
+  // I-JSON (RFC 7493): a string with an unpaired surrogate is not Unicode text, and a store that
+  // writes UTF-8 would change it. Refused wherever it is, before the fields are validated.
+  const wellFormed: MiddlewareHandler<Env> = async (c, next) => {
+    const path = unpairedSurrogateAt(await c.req.json());
+    if (path !== undefined) {
+      throw new ProblemError("validation", `invalid request: ${path || "body"}: expected no unpaired surrogates`, {
+        errors: [{ path, message: "expected no unpaired surrogates (request bodies are I-JSON, RFC 7493)" }],
+      });
+    }
+    await next();
   };
   const leaseResult = (c: Context, outcome: { leader: boolean; stored: Stored }) =>
     c.json({ leader: outcome.leader, lease: toView(outcome.stored) }, 200, { ETag: `"${outcome.stored.revision}"` });
 
-  app.openapi(routes.acquire, async (c) => {
-    const name = leaseName(c);
-    await authorize(c, "write", name);
-    return leaseResult(c, await service.acquire(name, c.req.valid("json")));
-  });
+  app.openapi({ ...routes.acquire, middleware: [scoped("write"), wellFormed] }, async (c) =>
+    leaseResult(c, await service.acquire(leaseName(c), c.req.valid("json"))),
+  );
 
-  app.openapi(routes.renew, async (c) => {
-    const name = leaseName(c);
-    await authorize(c, "write", name);
-    return leaseResult(c, await service.renew(name, c.req.valid("json")));
-  });
+  app.openapi({ ...routes.renew, middleware: [scoped("write"), wellFormed] }, async (c) =>
+    leaseResult(c, await service.renew(leaseName(c), c.req.valid("json"))),
+  );
 
-  app.openapi(routes.release, async (c) => {
-    const name = leaseName(c);
-    await authorize(c, "write", name);
-    return leaseResult(c, await service.release(name, c.req.valid("json")));
-  });
+  app.openapi({ ...routes.release, middleware: [scoped("write"), wellFormed] }, async (c) =>
+    leaseResult(c, await service.release(leaseName(c), c.req.valid("json"))),
+  );
 
-  app.openapi(routes.get, async (c) => {
+  app.openapi({ ...routes.get, middleware: [scoped("read")] }, async (c) => {
     const name = leaseName(c);
-    await authorize(c, "read", name);
     const stored = await service.get(name);
     if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
     return c.json(toView(stored), 200, { ETag: `"${stored.revision}"` });
   });
 
-  app.openapi(routes.put, async (c) => {
+  app.openapi({ ...routes.put, middleware: [scoped("write"), wellFormed] }, async (c) => {
     const name = leaseName(c);
-    await authorize(c, "write", name);
     const expected = expectedRevision(c.req.header("if-match"), c.req.header("if-none-match"));
     if (expected !== null) service.checkRevision("If-Match", expected);
     const stored = await service.put(name, c.req.valid("json"), expected);
     return c.json(toView(stored), expected === null ? 201 : 200, { ETag: `"${stored.revision}"` });
   });
 
-  app.openapi(routes.list, async (c) => {
-    const query = c.req.valid("query");
-    const prefix = query.prefix ?? "";
-    await authorize(c, "read", prefix);
-    const limit = Math.min(query.limit ?? 100, listLimit);
-    const leases = [];
-    for await (const stored of service.list(prefix, query.cursor, limit + 1)) leases.push(toView(stored));
-    const more = leases.length > limit;
-    const page = leases.slice(0, limit);
-    return c.json({ leases: page, next: more ? (page[page.length - 1]?.name ?? null) : null }, 200);
-  });
+  app.openapi(
+    {
+      ...routes.list,
+      middleware: [
+        async (c: Context<Env>, next: Next) => {
+          allowed(c, "read", validatePrefix(c.req.query("prefix") ?? ""));
+          await next();
+        },
+      ],
+    },
+    async (c) => {
+      const query = c.req.valid("query");
+      const prefix = query.prefix ?? "";
+      const limit = Math.min(query.limit ?? 100, listLimit);
+      const leases = [];
+      for await (const stored of service.list(prefix, query.cursor, limit + 1)) leases.push(toView(stored));
+      const more = leases.length > limit;
+      const page = leases.slice(0, limit);
+      return c.json({ leases: page, next: more ? (page[page.length - 1]?.name ?? null) : null }, 200);
+    },
+  );
 
   // Server-Sent Events: "lease" events with { lease, free }, the current state first, then every
   // change this instance makes or sees, a "free" event at the instant the lease expires
   // unrenewed, and keep-alive comments. Across instances: changes made elsewhere arrive within
   // watchPollMs (or at once, when the store pushes); see WatchHub.
-  app.get("/v1/leases/:name/watch", async (c) => {
+  app.openAPIRegistry.registerPath(routes.watch);
+  app.get("/v1/leases/:name/watch", scoped("read"), async (c) => {
     const name = leaseName(c);
-    await authorize(c, "read", name);
     const first = await service.get(name);
+    // HEAD: the headers a GET would send, without opening a stream nobody will read.
+    if (c.req.method === "HEAD") return c.body(null, 200, { "Content-Type": "text/event-stream" });
     metrics.watchers.inc();
+    // A client resuming with the revision it last saw is not sent that state again, unless it
+    // is free now: a held record with an unchanged revision is exactly what it saw, while a
+    // record that has since expired may have been sent to it as held.
+    const resumedAt = c.req.header("last-event-id");
     return streamSSE(c, async (stream) => {
       const done = new AbortController();
       stream.onAbort(() => done.abort());
@@ -276,13 +210,16 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
       const send = async (stored: Stored | null, force = false) => {
         const revision = stored?.revision ?? "none";
         if (!force && revision === lastRevision) return;
+        const resuming = lastRevision === undefined && revision === resumedAt;
         lastRevision = revision;
         const free = stored === null || service.isFree(stored.record);
-        await stream.writeSSE({
-          event: "lease",
-          id: revision,
-          data: JSON.stringify({ lease: stored ? toView(stored) : null, free }),
-        });
+        if (!(resuming && !free)) {
+          await stream.writeSSE({
+            event: "lease",
+            id: revision,
+            data: JSON.stringify({ lease: stored ? toView(stored) : null, free }),
+          });
+        }
         expiryTimer.abort();
         expiryTimer = new AbortController();
         if (stored && !free) {
@@ -308,15 +245,24 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     });
   });
 
+  app.openAPIRegistry.registerPath(routes.health);
   app.get("/healthz", async (c) => c.json({ ok: true }));
-  app.get("/metrics", (c) =>
-    c.text(metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }),
-  );
+  app.openAPIRegistry.registerPath(routes.metrics);
+  app.get("/metrics", (c) => c.text(metrics.render(), 200, { "Content-Type": PROMETHEUS_TEXT }));
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: { title: "leasehold", version: "1", description: "Leader election leases over compare-and-swap storage" },
+  const parts = documentParts(auth.secured);
+  if (parts.securitySchemes) {
+    for (const [name, scheme] of Object.entries(parts.securitySchemes)) {
+      app.openAPIRegistry.registerComponent("securitySchemes", name, scheme);
+    }
+  }
+  app.openAPIRegistry.registerComponent("responses", "MethodNotAllowed", parts.methodNotAllowed);
+  app.openAPIRegistry.registerPath(routes.openapi);
+  // Built once, on first request: the routes do not change after createApp returns.
+  let document: unknown;
+  app.get("/openapi.json", (c) => {
+    document ??= withSchemas(app.getOpenAPI31Document({ openapi: "3.1.0", info: parts.info }), parts.schemas);
+    return c.json(document);
   });
 
   app.notFound(() => {
@@ -327,6 +273,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     const p = toProblem(error);
     const headers: Record<string, string> = { "Content-Type": PROBLEM_TYPE };
     if (p.extra.retryAfter !== undefined) headers["Retry-After"] = String(p.extra.retryAfter);
+    if (p.extra.allow !== undefined) headers.Allow = p.extra.allow;
     if (p.status === 401) headers["WWW-Authenticate"] = 'Bearer realm="leasehold"';
     return c.body(JSON.stringify(p.toBody()), p.status as 400, headers);
   });
@@ -353,7 +300,7 @@ function expectedRevision(ifMatch: string | undefined, ifNoneMatch: string | und
       errors: [{ path: "If-None-Match", message: `expected *, got ${JSON.stringify(ifNoneMatch.slice(0, 80))}` }],
     });
   }
-  const quoted = /^\s*"([^"\s]{1,64})"\s*$/.exec(ifMatch ?? "");
+  const quoted = ENTITY_TAG_PATTERN.exec((ifMatch ?? "").trim());
   if (!quoted?.[1]) {
     throw new ProblemError("validation", "If-Match must be one quoted revision, as the ETag header gave it", {
       errors: [
@@ -365,6 +312,25 @@ function expectedRevision(ifMatch: string | undefined, ifNoneMatch: string | und
     });
   }
   return quoted[1];
+}
+
+/** The dotted path of the first string (or key) in `value` with an unpaired surrogate. */
+function unpairedSurrogateAt(value: unknown, path = ""): string | undefined {
+  if (typeof value === "string") return UNPAIRED_SURROGATE.test(value) ? path : undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (UNPAIRED_SURROGATE.test(key)) return at;
+    const found = unpairedSurrogateAt(item, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** "term: expected ...; holder: expected ..." for a problem's detail (at most three fields). */
+function describeIssues(errors: FieldIssue[]): string {
+  const shown = errors.slice(0, 3).map((e) => (e.path ? `${e.path}: ${e.message}` : e.message));
+  return shown.join("; ") + (errors.length > 3 ? `; and ${errors.length - 3} more (see errors)` : "");
 }
 
 function toProblem(error: unknown): ProblemError {

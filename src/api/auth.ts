@@ -47,7 +47,10 @@ export function parseTokens(json: string): TokenScope[] {
   return parsed.data as TokenScope[];
 }
 
-export type AuthResult = { ok: true; scope: string } | { ok: false; status: 401 | 403; detail: string };
+/** Who a request is: a token's scope, or anyone when auth is off (loopback, local use). */
+export type Principal = { kind: "token"; scope: TokenScope } | { kind: "anyone" };
+
+export type AuthResult<T> = { ok: true; value: T } | { ok: false; status: 401 | 403; detail: string };
 
 interface HashedScope {
   digest: Uint8Array;
@@ -64,6 +67,12 @@ function equalDigests(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/**
+ * `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110 §11.1: "bearer" and
+ * "BEARER" are the same scheme); the token is taken as sent, after one or more spaces.
+ */
+const BEARER = /^bearer +([\x21-\x7e]+)$/i;
+
 export class Authorizer {
   private hashed: Promise<HashedScope[]> | undefined;
 
@@ -72,14 +81,18 @@ export class Authorizer {
     if (!parsed.success) throw new LeaseValidationError("auth config", zodIssues(parsed.error));
   }
 
-  get insecure(): boolean {
-    return "insecureNoAuth" in this.config;
+  /** True when tokens are required: what the OpenAPI document declares as its security. */
+  get secured(): boolean {
+    return "tokens" in this.config;
   }
 
-  /** Checks `Authorization` for `verb` on `lease` (a name, or a prefix for listings). */
-  async check(header: string | undefined, verb: Verb, lease: string): Promise<AuthResult> {
-    if ("insecureNoAuth" in this.config) return { ok: true, scope: "insecure" };
-    const match = /^Bearer ([\x21-\x7e]+)$/.exec(header ?? "");
+  /**
+   * Authentication: who sent `Authorization`, or 401. Needs nothing but the header, so the server
+   * does it before it reads or validates anything else of the request.
+   */
+  async authenticate(header: string | undefined): Promise<AuthResult<Principal>> {
+    if ("insecureNoAuth" in this.config) return { ok: true, value: { kind: "anyone" } };
+    const match = BEARER.exec(header ?? "");
     if (!match) return { ok: false, status: 401, detail: "send Authorization: Bearer <token>" };
     const digest = await sha256(match[1]!);
     this.hashed ??= Promise.all(
@@ -89,12 +102,17 @@ export class Authorizer {
     // Compare against every token so the time taken does not depend on which one matched.
     for (const h of await this.hashed) if (equalDigests(h.digest, digest) && !found) found = h.scope;
     if (!found) return { ok: false, status: 401, detail: "unknown bearer token" };
-    if (!found.verbs.includes(verb)) {
-      return { ok: false, status: 403, detail: `this token may not ${verb}` };
-    }
-    if (!found.prefixes.some((p) => lease.startsWith(p))) {
+    return { ok: true, value: { kind: "token", scope: found } };
+  }
+
+  /** Authorization: may `principal` do `verb` on `lease` (a name, or a prefix for listings)? Else 403. */
+  authorize(principal: Principal, verb: Verb, lease: string): AuthResult<string> {
+    if (principal.kind === "anyone") return { ok: true, value: "insecure" };
+    const { scope } = principal;
+    if (!scope.verbs.includes(verb)) return { ok: false, status: 403, detail: `this token may not ${verb}` };
+    if (!scope.prefixes.some((p) => lease.startsWith(p))) {
       return { ok: false, status: 403, detail: `this token may not ${verb} "${lease}": outside its lease prefixes` };
     }
-    return { ok: true, scope: found.name ?? "token" };
+    return { ok: true, value: scope.name ?? "token" };
   }
 }

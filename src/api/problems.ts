@@ -35,6 +35,8 @@ export class ProblemError extends Error {
       /** Which term rule a write broke (src/term-rules.ts). */
       rule?: string;
       retryAfter?: number;
+      /** The methods the path supports (405). */
+      allow?: string;
     } = {},
   ) {
     super(detail);

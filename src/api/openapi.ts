@@ -1,0 +1,400 @@
+/**
+ * The OpenAPI 3.1 contract of the API (docs/design.md §5): every route the server serves, with its
+ * operationId, parameters, headers, statuses and media types, built from the wire schemas of
+ * src/http/schemas.ts so the document and the server's validation are one set of rules.
+ *
+ * The document describes the server it is served by: with tokens, every /v1 operation requires
+ * the bearer scheme and may answer 401 and 403; without (loopback, no auth) no operation declares
+ * security and none answers 401 or 403. The service routes never require a token.
+ */
+import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
+import type { z } from "zod";
+import {
+  AcquireBody,
+  Health,
+  LeaseList,
+  LeaseResult,
+  Lease as LeaseSchema,
+  ListQuery,
+  NameParam,
+  Problem,
+  RecordBody,
+  TermBody,
+  WatchEvent,
+  wirePatterns,
+} from "../http/schemas.js";
+import { PROBLEM_TYPE } from "./problems.js";
+
+export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { "application/json": { schema } },
+  description,
+});
+
+type HeaderObjects = Record<string, { description: string; required: boolean; schema: Record<string, unknown> }>;
+
+const problem = (description: string, headers?: HeaderObjects) => ({
+  content: { [PROBLEM_TYPE]: { schema: Problem } },
+  description,
+  ...(headers ? { headers } : {}),
+});
+
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: {
+    description: "JSON that is also I-JSON (RFC 7493): a string with an unpaired surrogate is refused (400)",
+    content: { "application/json": { schema } },
+    required: true,
+  },
+});
+
+const etag: HeaderObjects = {
+  ETag: {
+    description: 'The revision, quoted ("7"): send it back as If-Match to replace exactly this revision',
+    required: true,
+    schema: { type: "string", pattern: wirePatterns.entityTag },
+  },
+};
+
+const retryAfter: HeaderObjects = {
+  "Retry-After": {
+    description: "Seconds to wait before retrying",
+    required: true,
+    schema: { type: "integer", minimum: 0 },
+  },
+};
+
+export const ALLOW_HEADER: HeaderObjects = {
+  Allow: {
+    description: "The methods this path supports (RFC 9110 §10.2.1)",
+    required: true,
+    schema: { type: "string", example: "GET, HEAD, PUT" },
+  },
+};
+
+const ifMatch = {
+  name: "If-Match",
+  in: "header" as const,
+  required: false,
+  description:
+    "Replace the lease only at this revision: the ETag a read or write returned. Send exactly one of If-Match and If-None-Match; neither is 428",
+  schema: { type: "string" as const, pattern: wirePatterns.entityTag },
+};
+
+const ifNoneMatch = {
+  name: "If-None-Match",
+  in: "header" as const,
+  required: false,
+  description: "`*`: create the lease only if it does not exist. Send exactly one of If-Match and If-None-Match",
+  schema: { type: "string" as const, enum: ["*"] },
+};
+
+const lastEventId = {
+  name: "Last-Event-ID",
+  in: "header" as const,
+  required: false,
+  description:
+    "The id (revision) of the last event received, when resuming: the current state is not sent again if it is still that revision and still held",
+  schema: { type: "string" as const },
+};
+
+/** The SSE stream of a watch: each event is `event: lease`, `id: <revision or "none">`, JSON data. */
+const watchStream = {
+  description:
+    'One "lease" event with the current state, then one per change this server makes or sees, and one when the lease expires unrenewed; keep-alive comments in between. Each event\'s data is a WatchEvent (JSON)',
+  content: {
+    "text/event-stream": {
+      // As OpenAPI 3.2's itemSchema and Schemathesis read it: the schema of one event.
+      schema: {
+        type: "object" as const,
+        required: ["event", "data"],
+        properties: {
+          event: { type: "string" as const, enum: ["lease"] },
+          id: { type: "string" as const, description: 'The revision, or "none" when the lease never existed' },
+          data: {
+            type: "string" as const,
+            contentMediaType: "application/json",
+            contentSchema: { $ref: "#/components/schemas/WatchEvent" },
+          },
+          retry: { type: "integer" as const, minimum: 0 },
+        },
+      },
+    },
+  },
+};
+
+/** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
+export function apiRoutes(secured: boolean) {
+  const security = secured ? { security: [{ bearer: [] }] } : {};
+  const open = secured ? { security: [] } : {};
+  const auth = secured
+    ? {
+        401: problem("Missing or unknown bearer token (the scheme is case-insensitive)", {
+          "WWW-Authenticate": {
+            description: "The scheme to authenticate with",
+            required: true,
+            schema: { type: "string", example: 'Bearer realm="leasehold"' },
+          },
+        }),
+        403: problem("The token may not do this verb on this lease (its verbs or name prefixes)"),
+      }
+    : {};
+  const failures = {
+    500: problem("A stored record is unreadable (corrupt, named in `detail`) or an unexpected error"),
+    503: problem("Store unavailable, or a write's outcome unknown: retry after Retry-After", retryAfter),
+  };
+  const invalid = problem("Invalid name, body, query or header: `errors` lists each failing field");
+  const withBody = {
+    413: problem("Request body larger than the server's limit (4096 bytes by default)"),
+    415: problem("Body is not Content-Type: application/json"),
+  };
+  const leaseWithTag = (description: string) => ({ ...json(LeaseSchema, description), headers: etag });
+  const resultWithTag = (description: string) => ({ ...json(LeaseResult, description), headers: etag });
+  const name = "$request.path.name";
+  const holderTerm = { holder: "$request.body#/holder", term: "$response.body#/lease/term" };
+
+  return {
+    acquire: createRoute({
+      method: "post",
+      path: "/v1/leases/{name}/acquire",
+      operationId: "acquireLease",
+      tags: ["leases"],
+      summary: "Acquire when free or expired; the current holder calling it again renews",
+      ...security,
+      request: { params: NameParam, ...body(AcquireBody) },
+      responses: {
+        200: {
+          ...resultWithTag("This holder leads: `lease.term` is its fencing token"),
+          links: {
+            renew: { operationId: "renewLease", parameters: { name }, requestBody: holderTerm },
+            release: { operationId: "releaseLease", parameters: { name }, requestBody: holderTerm },
+            read: { operationId: "getLease", parameters: { name } },
+            watch: { operationId: "watchLease", parameters: { name } },
+          },
+        },
+        400: invalid,
+        ...auth,
+        409: problem(
+          "Held by another holder (`lease` is the current record, `leader: false`), or the write would break a term rule (`rule`)",
+        ),
+        ...withBody,
+        ...failures,
+      },
+    }),
+    renew: createRoute({
+      method: "post",
+      path: "/v1/leases/{name}/renew",
+      operationId: "renewLease",
+      tags: ["leases"],
+      summary: "Renew a held lease",
+      ...security,
+      request: { params: NameParam, ...body(TermBody) },
+      responses: {
+        200: {
+          ...resultWithTag("Renewed"),
+          links: {
+            release: { operationId: "releaseLease", parameters: { name }, requestBody: holderTerm },
+            read: { operationId: "getLease", parameters: { name } },
+          },
+        },
+        400: invalid,
+        ...auth,
+        404: problem("The lease never existed"),
+        409: problem("Lost: another holder, the term moved on, or it expired (`lease` is the current record)"),
+        ...withBody,
+        ...failures,
+      },
+    }),
+    release: createRoute({
+      method: "post",
+      path: "/v1/leases/{name}/release",
+      operationId: "releaseLease",
+      tags: ["leases"],
+      summary: "Release (idempotent for the same holder and term); the term is kept",
+      ...security,
+      request: { params: NameParam, ...body(TermBody) },
+      responses: {
+        200: {
+          ...resultWithTag("Released (or already released at this term)"),
+          links: { read: { operationId: "getLease", parameters: { name } } },
+        },
+        400: invalid,
+        ...auth,
+        404: problem("The lease never existed"),
+        409: problem("Not this holder's term (`lease` is the current record)"),
+        ...withBody,
+        ...failures,
+      },
+    }),
+    get: createRoute({
+      method: "get",
+      path: "/v1/leases/{name}",
+      operationId: "getLease",
+      tags: ["leases"],
+      summary: "Read one lease (strongly consistent)",
+      ...security,
+      request: { params: NameParam },
+      responses: {
+        200: {
+          ...leaseWithTag("The lease; ETag is its revision"),
+          links: {
+            replace: { operationId: "putLease", parameters: { name, "header.If-Match": "$response.header.ETag" } },
+          },
+        },
+        400: invalid,
+        ...auth,
+        404: problem("The lease never existed"),
+        ...failures,
+      },
+    }),
+    put: createRoute({
+      method: "put",
+      path: "/v1/leases/{name}",
+      operationId: "putLease",
+      tags: ["leases"],
+      summary:
+        "Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates",
+      ...security,
+      parameters: [ifMatch, ifNoneMatch],
+      request: { params: NameParam, ...body(RecordBody) },
+      responses: {
+        200: { ...leaseWithTag("Replaced"), links: { read: { operationId: "getLease", parameters: { name } } } },
+        201: { ...leaseWithTag("Created"), links: { read: { operationId: "getLease", parameters: { name } } } },
+        400: invalid,
+        ...auth,
+        409: problem(
+          "The write breaks a term rule (`rule` names it, `lease` is the current record); nothing was written",
+        ),
+        412: problem("Not at that revision, or it exists (If-None-Match: *): `lease` is the current record"),
+        ...withBody,
+        428: problem("Neither If-Match nor If-None-Match was sent"),
+        ...failures,
+      },
+    }),
+    list: createRoute({
+      method: "get",
+      path: "/v1/leases",
+      operationId: "listLeases",
+      tags: ["leases"],
+      summary: "List leases by name prefix, in name order",
+      ...security,
+      request: { query: ListQuery },
+      responses: {
+        200: json(LeaseList, "One page; `next` is the cursor of the next"),
+        400: invalid,
+        ...auth,
+        404: problem("This server's store cannot list leases"),
+        ...failures,
+      },
+    }),
+    watch: {
+      method: "get",
+      path: "/v1/leases/{name}/watch",
+      operationId: "watchLease",
+      tags: ["leases"],
+      summary: "Follow one lease as Server-Sent Events",
+      ...security,
+      parameters: [lastEventId],
+      request: { params: NameParam },
+      responses: { 200: watchStream, 400: invalid, ...auth, ...failures },
+    } satisfies RouteConfig,
+    health: {
+      method: "get",
+      path: "/healthz",
+      operationId: "health",
+      tags: ["service"],
+      summary: "Liveness: the process serves requests (the store is not called)",
+      ...open,
+      responses: { 200: json(Health, "Serving") },
+    } satisfies RouteConfig,
+    metrics: {
+      method: "get",
+      path: "/metrics",
+      operationId: "metrics",
+      tags: ["service"],
+      summary: "Prometheus metrics of this instance",
+      ...open,
+      responses: {
+        200: {
+          description: "Prometheus text exposition 0.0.4",
+          content: { "text/plain": { schema: { type: "string" } } },
+        },
+      },
+    } satisfies RouteConfig,
+    openapi: {
+      method: "get",
+      path: "/openapi.json",
+      operationId: "openapiDocument",
+      tags: ["service"],
+      summary: "This document",
+      ...open,
+      responses: {
+        200: { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } },
+      },
+    } satisfies RouteConfig,
+  };
+}
+
+/** The document's own parts that no route carries: info, the security scheme, the 405 answer. */
+export function documentParts(secured: boolean) {
+  const auth = secured
+    ? "Every /v1 operation needs `Authorization: Bearer <token>`; tokens are scoped to verbs (read, write) and lease-name prefixes."
+    : "This server runs without authentication (loopback or explicitly insecure): no operation needs a token.";
+  return {
+    info: {
+      title: "leasehold",
+      version: "1",
+      description: [
+        "Leader election leases over compare-and-swap storage, with fencing tokens (`term`).",
+        auth,
+        "Lease names contain `/`: in paths they are percent-encoded as one segment (`/v1/leases/adapters%2Fbilling`).",
+        "Errors are RFC 9457 problem details (`application/problem+json`). A method a path does not list is answered",
+        "405 with `Allow` (components/responses/MethodNotAllowed); HEAD is served wherever GET is.",
+      ].join(" "),
+    },
+    securitySchemes: secured
+      ? {
+          bearer: {
+            type: "http" as const,
+            scheme: "bearer",
+            description: "A token from LEASEHOLD_TOKENS; the scheme name is case-insensitive",
+          },
+        }
+      : undefined,
+    methodNotAllowed: {
+      description: "The path exists, the method does not: `Allow` lists the methods it supports",
+      headers: ALLOW_HEADER,
+      content: { [PROBLEM_TYPE]: { schema: { $ref: "#/components/schemas/Problem" } } },
+    },
+    /** Components that only raw parts of the document reference (the SSE event's contentSchema). */
+    schemas: { WatchEvent },
+  };
+}
+
+type Document = ReturnType<OpenAPIHono["getOpenAPI31Document"]>;
+
+/**
+ * Adds zod schemas that no route references directly to the document's components, converted by
+ * the same generator (through a scratch app, the generator's public entry), so their references
+ * to other components (WatchEvent's Lease) read the same as everywhere else.
+ */
+export function withSchemas(document: Document, schemas: Record<string, z.ZodType>): Document {
+  const scratch = new OpenAPIHono();
+  for (const [name, schema] of Object.entries(schemas)) {
+    scratch.openAPIRegistry.registerPath({
+      method: "get",
+      path: `/${name}`,
+      responses: { 200: { description: name, content: { "application/json": { schema } } } },
+    });
+  }
+  const converted = scratch.getOpenAPI31Document({ openapi: "3.1.0", info: { title: "", version: "" } });
+  const components = document.components ?? {};
+  const own = { ...components.schemas };
+  for (const name of Object.keys(schemas)) {
+    const schema = converted.components?.schemas?.[name];
+    if (!schema)
+      throw new Error(`the OpenAPI generator produced no component ${name}: does its zod schema carry meta id?`);
+    own[name] = schema;
+  }
+  return { ...document, components: { ...components, schemas: own } };
+}
