@@ -77,6 +77,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
     check: (c) =>
       expect(c.storeEnv.AZURE_STORAGE_CONNECTION_STRING).toBe("DefaultEndpointsProtocol=http;AccountName=a"),
   },
+  LEASEHOLD_LOG: { value: "json", check: (c) => expect(c.logFormat).toBe("json") },
   AZURE_STORAGE_KEY: { value: "a2V5", check: (c) => expect(c.storeEnv.AZURE_STORAGE_KEY).toBe("a2V5") },
   AZURE_STORAGE_SAS_TOKEN: { value: "sv=1", check: (c) => expect(c.storeEnv.AZURE_STORAGE_SAS_TOKEN).toBe("sv=1") },
   // Read by leasehold on the Worker only; elsewhere the AWS SDK reads them from the process.

@@ -16,6 +16,7 @@ import type { LeaseStore, Stored } from "../lease.js";
 import { UNPAIRED_SURROGATE, validateName, validatePrefix, zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer, type Principal, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
+import { type ApiLogger, failureFields, silentLogger } from "./log.js";
 import { methodNotAllowed } from "./methods.js";
 import { ApiMetrics } from "./metrics.js";
 import { apiRoutes, documentParts, PROMETHEUS_TEXT, withSchemas } from "./openapi.js";
@@ -48,6 +49,11 @@ export interface AppOptions {
   watchPollMs?: number;
   /** SSE keep-alive comment interval. Default 15000 ms. */
   heartbeatMs?: number;
+  /**
+   * The operational log: requests answered 5xx, store failures, holder changes this server wrote
+   * (src/api/log.ts). Default: none; the runtimes pass one (LEASEHOLD_LOG picks its format).
+   */
+  log?: ApiLogger;
 }
 
 type Env = { Variables: { route: string; principal: Principal } };
@@ -56,12 +62,13 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   // Bounds, defaults and messages: src/api/options.ts.
   const { bodyBytes, listLimit, maxSkewMs, watchPollMs, heartbeatMs } = resolveAppOptions(options);
   const clock = options.clock ?? systemClock;
+  const log = options.log ?? silentLogger;
   const auth = new Authorizer(options.auth);
   const metrics = new ApiMetrics();
   // The hub's polling read goes through the service, so it is timed and published like any read.
   let service: LeaseService;
   const hub = new WatchHub(options.store, clock, watchPollMs, (name) => service.get(name));
-  service = new LeaseService(options.store, clock, maxSkewMs, metrics, hub);
+  service = new LeaseService(options.store, clock, maxSkewMs, metrics, hub, log);
   const routes = apiRoutes(auth.secured);
 
   const app = new OpenAPIHono<Env>({
@@ -271,6 +278,16 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
 
   app.onError((error, c) => {
     const p = toProblem(error);
+    if (p.status >= 500) {
+      log.error("request failed", {
+        method: c.req.method,
+        route: c.req.routePath,
+        status: p.status,
+        problem: p.kind,
+        detail: p.detail,
+        ...(error instanceof ProblemError ? {} : failureFields(error)),
+      });
+    }
     const headers: Record<string, string> = { "Content-Type": PROBLEM_TYPE };
     if (p.extra.retryAfter !== undefined) headers["Retry-After"] = String(p.extra.retryAfter);
     if (p.extra.allow !== undefined) headers.Allow = p.extra.allow;

@@ -12,6 +12,7 @@ import { isAmbiguous, LeaseConflictError, LeaseCorruptError, LeaseValidationErro
 import type { LeaseView, RecordWrite } from "../http/schemas.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
+import { type ApiLogger, failureFields, silentLogger } from "./log.js";
 import type { ApiMetrics } from "./metrics.js";
 import { ProblemError } from "./problems.js";
 import type { WatchHub } from "./watch-hub.js";
@@ -49,8 +50,9 @@ export class LeaseService {
     readonly maxSkewMs: number,
     metrics: ApiMetrics,
     private readonly hub: WatchHub,
+    private readonly log: ApiLogger = silentLogger,
   ) {
-    this.store = meteredStore(store, clock, metrics);
+    this.store = meteredStore(store, clock, metrics, log);
   }
 
   /** Free when released, or when no instance could still consider it held (skew bound included). */
@@ -144,7 +146,7 @@ export class LeaseService {
     const current = await this.get(name);
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
     enforceTermRules(name, current, next);
-    const outcome = await this.write(name, next, expected);
+    const outcome = await this.write(name, next, current);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }
@@ -180,7 +182,7 @@ export class LeaseService {
         });
       }
       enforceTermRules(name, current, record);
-      const outcome = await this.write(name, record, current?.revision ?? null);
+      const outcome = await this.write(name, record, current);
       if (outcome.kind === "applied") {
         return { leader: outcome.stored.record.holder !== null, stored: outcome.stored, created: current === null };
       }
@@ -200,13 +202,20 @@ export class LeaseService {
   private async write(
     name: string,
     next: LeaseRecord,
-    expected: string | null,
+    current: Stored | null,
   ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
     const writer = new CasWriter({ store: this.store, name, clock: this.clock });
-    const outcome = await writer.writeSettled(next, expected).catch((error: unknown) => {
+    const outcome = await writer.writeSettled(next, current?.revision ?? null).catch((error: unknown) => {
       throw storeProblem("put", error);
     });
-    if (outcome.kind === "applied") this.hub.publish(name, outcome.stored);
+    if (outcome.kind === "applied") {
+      this.hub.publish(name, outcome.stored);
+      const from = current?.record.holder ?? null;
+      const to = outcome.stored.record.holder;
+      if (from !== to || outcome.stored.record.term !== current?.record.term) {
+        this.log.info("lease holder changed", { lease: name, from, to, term: outcome.stored.record.term });
+      }
+    }
     return outcome;
   }
 }
@@ -242,15 +251,18 @@ function storeProblem(op: string, error: unknown): ProblemError {
 }
 
 /** The store, timed and counted for /metrics: latency per op, conflicts, and failures. */
-function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics): LeaseStore {
+function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics, log: ApiLogger): LeaseStore {
   const timed = async <T>(op: "get" | "put" | "list", fn: () => Promise<T>): Promise<T> => {
     const started = clock.now();
     try {
       return await fn();
     } catch (error) {
       if (error instanceof LeaseConflictError) metrics.conflicts.inc();
-      else if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
+      else if (error instanceof LeaseCorruptError) {
+        log.error("lease record corrupt", { op, lease: error.lease });
+      } else if (!(error instanceof LeaseValidationError)) {
         metrics.storeErrors.inc({ op, ambiguous: String(isAmbiguous(error)) });
+        log.error("store call failed", { op, ...failureFields(error) });
       }
       throw error;
     } finally {
@@ -271,6 +283,7 @@ function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics): Lea
         } catch (error) {
           if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
             metrics.storeErrors.inc({ op: "list", ambiguous: "false" });
+            log.error("store call failed", { op: "list", ...failureFields(error) });
           }
           throw error;
         } finally {

@@ -19,7 +19,9 @@
  *
  * Runtime-neutral: no Node API here; it runs inside the Worker and the Lambda bundle too.
  */
+
 import { z } from "zod";
+import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import type { StoreUrl } from "../open-store.js";
@@ -67,6 +69,7 @@ export const serverFields = {
   LEASEHOLD_MAX_SKEW_MS: envWholeNumber(APP_OPTION_BOUNDS.maxSkewMs),
   LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
   LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
+  LEASEHOLD_LOG: envChoice(["text", "json"]),
   /** Defaults the store URL takes from the environment (see openStore). */
   LEASEHOLD_TOKEN: envText,
   AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
@@ -149,6 +152,8 @@ export interface ServerConfig {
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
   app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number };
+  /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
+  logFormat: LogFormat;
   /** What openStore may take defaults from (region, project, the HTTP store's token). */
   storeEnv: Record<string, string>;
   /** The Worker on DynamoDB: keys from its secrets (a Worker has no IAM role). */
@@ -285,6 +290,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     store,
     auth: auth.auth,
     app,
+    logFormat: v.LEASEHOLD_LOG ?? "text",
     storeEnv,
     ...(awsCredentials ? { awsCredentials } : {}),
     warnings,

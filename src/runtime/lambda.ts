@@ -9,8 +9,10 @@
  * line goes to the function's log. Watch streams need response streaming, which the buffered
  * Lambda integration does not give: use the Node or Workers runtime for /watch.
  */
+
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../api/app.js";
+import { createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { openStore } from "../open-store.js";
 import { authConfig, readServerConfig, startupLine } from "./config.js";
@@ -28,8 +30,9 @@ export async function createHandler(
   env: Record<string, string | undefined>,
   options: HandlerOptions = {},
 ): Promise<Handler> {
-  const log = options.log ?? ((line: string) => console.info(`leasehold: ${line}`));
   const config = readServerConfig(env, "lambda");
+  const logger = createLogger(config.logFormat);
+  const log = options.log ?? ((line: string) => logger.info(line));
   if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
@@ -37,6 +40,7 @@ export async function createHandler(
     store,
     auth: authConfig(config.auth),
     ...config.app,
+    log: logger,
     ...(options.clock ? { clock: options.clock } : {}),
   });
   log(startupLine(config, `Lambda (${env.AWS_LAMBDA_FUNCTION_NAME ?? "function"})`));

@@ -5,11 +5,13 @@
  * variable. One start-up line on stderr states the address, the store, the real auth mode and the
  * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
+
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
+import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
@@ -28,6 +30,8 @@ export interface ServeOptions {
   watchPollMs?: number;
   heartbeatMs?: number;
   clock?: Clock;
+  /** The server's operational log (src/api/log.ts). Default: none. */
+  log?: ApiLogger;
 }
 
 export interface RunningServer {
@@ -56,6 +60,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.log === undefined ? {} : { log: options.log }),
   });
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
     const s = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () => resolve(s));
@@ -95,14 +100,21 @@ export interface StartOptions {
 
 /** Opens the configured store and serves on the configured address: what both Node entries do. */
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<StartedServer> {
-  const log = options.log ?? ((line: string) => console.error(`leasehold: ${line}`));
+  const logger = createLogger(config.logFormat);
+  const log = options.log ?? ((line: string) => logger.info(line));
   if (config.store.kind !== "url" || !config.listen) throw new Error(`${config.entry} has no Node listener`);
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
   let server: RunningServer;
   try {
     server = await listen(
-      { store, port: config.listen.port, ...config.app, ...(options.clock ? { clock: options.clock } : {}) },
+      {
+        store,
+        port: config.listen.port,
+        ...config.app,
+        log: logger,
+        ...(options.clock ? { clock: options.clock } : {}),
+      },
       config.listen.host,
       config.auth,
     );
@@ -140,7 +152,7 @@ export async function main(env: Record<string, string | undefined> = process.env
     process.once("SIGINT", () => resolve("SIGINT"));
   });
   const started = await start(env);
-  console.error(`leasehold: ${await signal}: shutting down`);
+  createLogger(started.config.logFormat).info(`${await signal}: shutting down`);
   await started.close();
   process.exit(0);
 }

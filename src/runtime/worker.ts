@@ -15,7 +15,9 @@
  * PORT, HOST, LEASEHOLD_DB and LEASEHOLD_TOKEN are refused here, with the reason. A configuration
  * error is answered to every request as problem+json (and logged), never by serving insecurely.
  */
+
 import { createApp } from "../api/app.js";
+import { createLogger } from "../api/log.js";
 import type { LeaseStore } from "../lease.js";
 import { dynamoDbTableOptions } from "../open-store.js";
 import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
@@ -58,9 +60,10 @@ export default {
 async function buildHandler(env: WorkerEnv): Promise<Handler> {
   try {
     const config = readServerConfig(env as Record<string, unknown>, "worker");
-    for (const warning of config.warnings) console.warn(`leasehold: warning: ${warning}`);
-    const app = createApp({ store: await storeOf(config, env), auth: authConfig(config.auth), ...config.app });
-    console.log(`leasehold: ${startupLine(config, "Cloudflare Workers")}`);
+    const log = createLogger(config.logFormat);
+    for (const warning of config.warnings) log.info(`warning: ${warning}`);
+    const app = createApp({ store: await storeOf(config, env), auth: authConfig(config.auth), ...config.app, log });
+    log.info(startupLine(config, "Cloudflare Workers"));
     return (request) => app.fetch(request);
   } catch (error) {
     const detail = `the leasehold Worker is misconfigured: ${(error as Error).message}`;
