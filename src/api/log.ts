@@ -21,21 +21,34 @@ export interface ApiLogger {
 /** Discards everything: what `createApp` uses unless a runtime passes a logger. */
 export const silentLogger: ApiLogger = { error: () => undefined, info: () => undefined };
 
+export type LogLevel = "error" | "info";
+
+/** Node's entries: everything on stderr, stdout being for results (`serve --json`). */
+const toStderr = (line: string) => console.error(line);
+
+/** Where the platform keeps levels apart (Lambda, Workers): info as info, errors as errors. */
+export const byLevel = (line: string, level: LogLevel) =>
+  level === "error" ? console.error(line) : console.info(line);
+
 export function createLogger(
   format: LogFormat,
-  write: (line: string) => void = (line) => console.error(line),
+  write: (line: string, level: LogLevel) => void = toStderr,
   now: () => number = Date.now,
 ): ApiLogger {
-  const emit = (level: "error" | "info", message: string, fields: LogFields = {}) => {
+  const emit = (level: LogLevel, message: string, fields: LogFields = {}) => {
     const defined = Object.entries(fields).filter(([, v]) => v !== undefined);
     if (format === "json") {
       write(
         JSON.stringify({ time: new Date(now()).toISOString(), level, msg: message, ...Object.fromEntries(defined) }),
+        level,
       );
       return;
     }
     const pairs = defined.map(([k, v]) => `${k}=${typeof v === "string" && /[\s"=]/.test(v) ? JSON.stringify(v) : v}`);
-    write(`leasehold: ${level === "error" ? "error: " : ""}${message}${pairs.length ? ` ${pairs.join(" ")}` : ""}`);
+    write(
+      `leasehold: ${level === "error" ? "error: " : ""}${message}${pairs.length ? ` ${pairs.join(" ")}` : ""}`,
+      level,
+    );
   };
   return { error: (m, f) => emit("error", m, f), info: (m, f) => emit("info", m, f) };
 }

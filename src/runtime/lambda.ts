@@ -12,7 +12,7 @@
 
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../api/app.js";
-import { createLogger } from "../api/log.js";
+import { byLevel, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { openStore } from "../open-store.js";
 import { authConfig, readServerConfig, startupLine } from "./config.js";
@@ -31,7 +31,7 @@ export async function createHandler(
   options: HandlerOptions = {},
 ): Promise<Handler> {
   const config = readServerConfig(env, "lambda");
-  const logger = createLogger(config.logFormat);
+  const logger = createLogger(config.logFormat, byLevel);
   const log = options.log ?? ((line: string) => logger.info(line));
   if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
   for (const warning of config.warnings) log(`warning: ${warning}`);

@@ -17,7 +17,7 @@
  */
 
 import { createApp } from "../api/app.js";
-import { createLogger } from "../api/log.js";
+import { byLevel, createLogger } from "../api/log.js";
 import type { LeaseStore } from "../lease.js";
 import { dynamoDbTableOptions } from "../open-store.js";
 import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
@@ -60,7 +60,7 @@ export default {
 async function buildHandler(env: WorkerEnv): Promise<Handler> {
   try {
     const config = readServerConfig(env as Record<string, unknown>, "worker");
-    const log = createLogger(config.logFormat);
+    const log = createLogger(config.logFormat, byLevel);
     for (const warning of config.warnings) log.info(`warning: ${warning}`);
     const app = createApp({ store: await storeOf(config, env), auth: authConfig(config.auth), ...config.app, log });
     log.info(startupLine(config, "Cloudflare Workers"));

@@ -156,7 +156,7 @@ describe("worker configuration", () => {
   });
 
   it("LEASEHOLD_MAX_SKEW_MS, LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS: read, logged, applied", async () => {
-    const logged = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const logged = vi.spyOn(console, "info").mockImplementation(() => undefined);
     const bindings = {
       LEASES: env.LEASES,
       LEASEHOLD_TOKENS: env.LEASEHOLD_TOKENS!,
