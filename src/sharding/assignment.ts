@@ -60,7 +60,7 @@ export function quotas(members: readonly string[], buckets: number, loads: Reado
   const base = Math.floor(buckets / sorted.length);
   const extra = buckets % sorted.length;
   const byLoad = [...sorted].sort((a, b) => (loads.get(b) ?? 0) - (loads.get(a) ?? 0) || (a < b ? -1 : 1));
-  byLoad.forEach((m, i) => out.set(m, base + (i < extra ? 1 : 0)));
+  for (const [i, m] of byLoad.entries()) out.set(m, base + (i < extra ? 1 : 0));
   return out;
 }
 
@@ -96,9 +96,7 @@ export function targetAssignment(input: AssignmentInput): Array<string | undefin
   if (open.length === 0) return target;
   const hungry = members.filter((m) => room.get(m)! > 0);
   const pairs: Array<[number, number, number]> = []; // [score, member index in hungry, bucket]
-  hungry.forEach((m, i) => {
-    for (const b of open) pairs.push([score(m, b), i, b]);
-  });
+  for (const [i, m] of hungry.entries()) for (const b of open) pairs.push([score(m, b), i, b]);
   pairs.sort((x, y) => y[0] - x[0] || x[1] - y[1] || x[2] - y[2]);
   let left = open.length;
   for (const [, i, b] of pairs) {

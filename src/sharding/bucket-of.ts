@@ -70,9 +70,7 @@ export function validateBucketCount(buckets: unknown, field = "buckets", what = 
 export function bucketOf(key: string | Uint8Array, buckets: number): number {
   validateBucketCount(buckets);
   if (typeof key !== "string" && !(key instanceof Uint8Array)) {
-    throw new LeaseValidationError("bucket key", [
-      { path: "key", message: "expected a string or a Uint8Array" },
-    ]);
+    throw new LeaseValidationError("bucket key", [{ path: "key", message: "expected a string or a Uint8Array" }]);
   }
   return jumpHash(fnv1a64(typeof key === "string" ? utf8.encode(key) : key), buckets);
 }

@@ -80,9 +80,7 @@ export interface Plan {
 }
 
 /** The members the target is computed over: live by our observation, and us while our session is valid and we stay. */
-export function liveView(
-  input: Pick<PlanInput, "me" | "session" | "members" | "expired" | "stopping">,
-): string[] {
+export function liveView(input: Pick<PlanInput, "me" | "session" | "members" | "expired" | "stopping">): string[] {
   const view = [...input.members.values()]
     .filter((m) => m.id !== input.me && m.holder !== null && !input.expired.has(m.id))
     .map((m) => m.id);

@@ -121,7 +121,10 @@ export interface ShardedElectorEvents {
   fenced: { member: string; term: number };
   /** After each plan: buckets seen with nobody working on them, and whether all is settled. */
   observed: { unowned: number; settled: boolean; held: number; buckets: number };
-  error: { error: unknown; during: "poll" | "config" | "claim" | "handoff" | "release" | "stamp" | "fence" | "session" };
+  error: {
+    error: unknown;
+    during: "poll" | "config" | "claim" | "handoff" | "release" | "stamp" | "fence" | "session";
+  };
 }
 
 export interface ShardedElectorState {
@@ -277,7 +280,10 @@ export class ShardedElector {
     } else {
       // Already ended: whoever gives the bucket away next still waits for it.
       const before = this.quiet.get(bucket) ?? Promise.resolve();
-      this.quiet.set(bucket, Promise.all([before, this.withinGrace(settled)]).then(() => undefined));
+      this.quiet.set(
+        bucket,
+        Promise.all([before, this.withinGrace(settled)]).then(() => undefined),
+      );
     }
   }
 
@@ -666,7 +672,10 @@ export class ShardedElector {
     this.tenures.delete(bucket);
     this.lastEnded.set(bucket, Math.max(this.lastEnded.get(bucket) ?? 0, t.term));
     const before = this.quiet.get(bucket) ?? Promise.resolve();
-    this.quiet.set(bucket, Promise.all([before, this.withinGrace(Promise.all([...t.work]))]).then(() => undefined));
+    this.quiet.set(
+      bucket,
+      Promise.all([before, this.withinGrace(Promise.all([...t.work]))]).then(() => undefined),
+    );
     t.controller.abort(new BucketLostError(bucket, t.term, reason));
     this.events.emit("revoked", { bucket, term: t.term, reason });
     this.replan = true;
@@ -689,7 +698,8 @@ export class ShardedElector {
     if (!info) return undefined;
     const known = this.buckets.get(info.index);
     if (known?.info.stored.revision === info.stored.revision) return known.info;
-    const newer = !known || info.term > known.info.term || (info.term === known.info.term && learnedAt >= known.learnedAt);
+    const newer =
+      !known || info.term > known.info.term || (info.term === known.info.term && learnedAt >= known.learnedAt);
     if (newer) this.buckets.set(info.index, { info, learnedAt, ours: ours || recognised });
     return newer ? info : known?.info;
   }
