@@ -21,4 +21,5 @@ export { ElectorMetrics } from "./elector-metrics.js";
 export { LeadershipLostError } from "./errors.js";
 export * from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
+export * from "./sharding/index.js";
 export { MemoryStore } from "./stores/memory.js";

@@ -115,6 +115,12 @@ export class MemberSession {
     return this.held?.until;
   }
 
+  /** The held session, whether or not its window is still open, with no side effect (for snapshots). */
+  peek(): { term: number; until: number } | undefined {
+    const h = this.held;
+    return h ? { term: h.stored.record.term, until: h.until } : undefined;
+  }
+
   /** The member record as this session last wrote it, while held. */
   get record(): LeaseRecord | undefined {
     return this.held?.stored.record;

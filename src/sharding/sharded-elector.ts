@@ -128,13 +128,15 @@ export interface ShardedElectorEvents {
 }
 
 export interface ShardedElectorState {
-  /** The session term while the session is valid (clock-checked), else undefined. */
+  /** The session term while the session's safe window is open (read from the clock), else undefined. */
   session: number | undefined;
+  /** Monotonic instant the session's window closes unless renewed (set while a session is held). */
+  sessionUntil: number | undefined;
   /** The group's bucket count and config epoch, once read. */
   buckets: number | undefined;
   epoch: number | undefined;
-  /** Buckets this member works on now. */
-  held: number[];
+  /** Buckets this member works on now, with each tenure's term. */
+  held: Array<{ bucket: number; term: number }>;
   view: string[];
   wants: number[];
   unowned: number;
@@ -239,23 +241,22 @@ export class ShardedElector {
     return this.events.on(type, listener);
   }
 
-  /** A snapshot; `session` is clock-checked at the moment of asking. */
+  /** A snapshot with no side effect; `session` is checked against the clock at the moment of asking. */
   get current(): ShardedElectorState {
+    const peek = this.session.peek();
     return {
-      session: this.session.validTerm(),
+      session: peek && this.clock.now() < peek.until ? peek.term : undefined,
+      sessionUntil: peek?.until,
       buckets: this.config?.buckets,
       epoch: this.config?.epoch,
-      held: [...this.tenures.keys()].sort((a, b) => a - b),
+      held: [...this.tenures.values()]
+        .map((t) => ({ bucket: t.bucket, term: t.term }))
+        .sort((a, b) => a.bucket - b.bucket),
       view: this.lastPlan?.view ?? [],
       wants: [...this.wants],
       unowned: this.lastPlan?.unowned ?? this.config?.buckets ?? this.o.buckets,
       settled: this.lastPlan?.settled ?? false,
     };
-  }
-
-  /** Monotonic instant this member's session (and so every bucket it holds) ends unless renewed. */
-  get sessionUntil(): number | undefined {
-    return this.session.validTerm() === undefined ? undefined : this.session.until;
   }
 
   start(): void {

@@ -9,7 +9,10 @@
  * - a lost request (hangs, never applied), an error before apply (plain or ambiguous), an error
  *   after apply (ambiguous: it did apply), a lost response (applied, then hangs);
  * - reordering: a put is held back and applied right after a later put from another candidate
- *   reaches the store (or after a bounded hold).
+ *   reaches the store (or after a bounded hold);
+ * - partitions (sharded scenarios): while a process is cut off from the store, its requests are
+ *   refused or lost and answers to it are lost, so a write that reached the store before the cut
+ *   applies but its sender never hears of it.
  */
 import type { ManualClock } from "../../src/clock.js";
 import {
@@ -17,6 +20,7 @@ import {
   type LeaseRecord,
   type LeaseStore,
   LeaseStoreError,
+  type ListOptions,
   type Revision,
   type Stored,
 } from "../../src/lease.js";
@@ -92,12 +96,24 @@ export class Network {
   readonly faults = new Map<string, number>();
   readonly applied: AppliedPut[] = [];
   private held: Held[] = [];
+  /** Processes cut off from the store, by label. */
+  private readonly partitioned = new Set<string>();
 
   constructor(
     readonly clock: ManualClock,
     private readonly rng: Prng,
     readonly profile: FaultProfile,
   ) {}
+
+  /** Cuts `label` off from the store (`true`) or reconnects it. */
+  partition(label: string, cut: boolean): void {
+    if (cut) this.partitioned.add(label);
+    else this.partitioned.delete(label);
+  }
+
+  isPartitioned(label: string): boolean {
+    return this.partitioned.has(label);
+  }
 
   count(kind: string): void {
     this.faults.set(kind, (this.faults.get(kind) ?? 0) + 1);
@@ -133,6 +149,11 @@ export class Network {
       u -= probability;
     }
     return "none";
+  }
+
+  /** A fair coin from the scenario's stream. */
+  coin(): boolean {
+    return this.rng.chance(0.5);
   }
 
   drawGetFault(): "get-fail" | "get-hang" | "none" {
@@ -194,23 +215,53 @@ export class ChaosStore implements LeaseStore {
     return this.answer(options, this.getFlow(name));
   }
 
+  /** One request for the whole listing, with the faults of a read (the sharded elector lists every poll). */
+  async *list(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+    const list = this.inner.list?.bind(this.inner);
+    if (!list) throw new LeaseStoreError("chaos: the inner store cannot list", { ambiguous: false });
+    const records = await this.answer(
+      undefined,
+      this.readFlow(async () => {
+        const out: Stored[] = [];
+        for await (const stored of list(prefix, options)) out.push(stored);
+        return out;
+      }),
+    );
+    yield* records;
+  }
+
   put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     return this.answer(options, this.putFlow(next, expected));
   }
 
-  private async getFlow(name: string): Promise<Stored | null> {
+  private getFlow(name: string): Promise<Stored | null> {
+    return this.readFlow(() => this.inner.get(name));
+  }
+
+  private async readFlow<T>(read: () => Promise<T>): Promise<T> {
     const fault = this.network.drawGetFault();
+    await this.cutOff();
     await this.network.travel();
     if (fault === "get-hang") return never();
     if (fault === "get-fail") throw new LeaseStoreError("chaos: read failed (503)", { ambiguous: false });
-    const stored = await this.inner.get(name);
+    const result = await read();
     await this.network.travel();
-    return stored;
+    if (this.network.isPartitioned(this.process.label)) return never();
+    return result;
+  }
+
+  /** A request sent while cut off is refused at once (half the time) or lost. */
+  private async cutOff(): Promise<void> {
+    if (!this.network.isPartitioned(this.process.label)) return;
+    this.network.count("partitioned-call");
+    if (this.network.coin()) throw new LeaseStoreError("chaos: connection refused (partitioned)", { ambiguous: false });
+    return never();
   }
 
   private async putFlow(next: LeaseRecord, expected: Revision | null): Promise<Stored> {
     const fault = this.network.drawPutFault();
     const sender = this.process.label;
+    await this.cutOff();
     await this.network.travel();
     if (fault === "lost-request") return never();
     if (fault === "fail-before") throw new LeaseStoreError("chaos: rejected before apply (400)", { ambiguous: false });
@@ -221,6 +272,7 @@ export class ChaosStore implements LeaseStore {
     const stored = await this.network.arrive(sender, () => this.inner.put(next, expected));
     if (fault === "lost-response") return never();
     await this.network.travel();
+    if (this.network.isPartitioned(sender)) return never();
     if (fault === "fail-after") throw new LeaseStoreError("chaos: response lost after apply", { ambiguous: true });
     return stored;
   }

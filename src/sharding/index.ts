@@ -1,0 +1,30 @@
+/** Sharded leadership (docs/sharding.md): the public names, re-exported by the package entry. */
+export { type AssignmentInput, quotas, rendezvousScore, targetAssignment } from "./assignment.js";
+export { BucketLostError, type RevokeReason } from "./bucket-lost-error.js";
+export { bucketOf, fnv1a64, jumpHash, MAX_BUCKETS } from "./bucket-of.js";
+export {
+  type BucketInfo,
+  bucketName,
+  bucketsPrefix,
+  configName,
+  decodeBucket,
+  decodeConfig,
+  decodeMember,
+  type GroupConfig,
+  type MemberInfo,
+  memberName,
+  membersPrefix,
+} from "./layout.js";
+export { ShardedElectorMetrics } from "./metrics.js";
+export { type Plan, type PlanInput, planShards } from "./plan.js";
+export { type ReshardOptions, type ReshardResult, reshard } from "./reshard.js";
+export { type BucketContext, type RunShardedOptions, runSharded } from "./run-sharded.js";
+export {
+  type AssignedEvent,
+  type AssignedKind,
+  type RevokedEvent,
+  ShardedElector,
+  type ShardedElectorEvents,
+  type ShardedElectorOptions,
+  type ShardedElectorState,
+} from "./sharded-elector.js";
