@@ -13,8 +13,11 @@
  */
 import { LeaseValidationError } from "../errors.js";
 
-/** The largest bucket count a group may have: bucket records are named by index. */
-export const MAX_BUCKETS = 65_536;
+/**
+ * The largest bucket count a group may have. Every member lists the bucket records and computes
+ * the assignment (M x N rendezvous scores) while buckets move; a few thousand keeps that cheap.
+ */
+export const MAX_BUCKETS = 4096;
 
 const MASK64 = (1n << 64n) - 1n;
 const JUMP_MULTIPLIER = 2862933555777941757n;
