@@ -26,6 +26,9 @@ import { CasWriter } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 
+/** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
+const DONE = "done";
+
 export interface SessionSettings {
   store: LeaseStore;
   /** The member record's name. */
@@ -198,7 +201,7 @@ export class MemberSession {
     h.nextAt = sentAt + this.s.renewMs;
     h.notBefore = 0;
     this.ownRevision = stored.revision;
-    h.watchdog.abort();
+    h.watchdog.abort(DONE);
     const watchdog = new AbortController();
     h.watchdog = watchdog;
     void this.s.clock.sleep(h.until - this.s.clock.now(), watchdog.signal).then(() => {
@@ -213,7 +216,7 @@ export class MemberSession {
     const h = this.held;
     if (!h) return;
     this.held = undefined;
-    h.watchdog.abort();
+    h.watchdog.abort(DONE);
     this.known = { stored: h.stored, at: h.sentAt };
     this.needsRead = false;
     this.events.emit("lost", { term: h.stored.record.term, reason });
@@ -344,10 +347,10 @@ export class MemberSession {
   private async wait(ms: number): Promise<void> {
     if (this.stopRequested || ms <= 0) return;
     const cut = new AbortController();
-    this.wakeLoop = () => cut.abort();
+    this.wakeLoop = () => cut.abort(DONE);
     await this.s.clock.sleep(ms, cut.signal);
     this.wakeLoop = undefined;
-    cut.abort();
+    cut.abort(DONE);
   }
 
   private wake(): void {

@@ -45,6 +45,9 @@ import { resolveShardedOptions } from "./options.js";
 import { type ClaimKind, liveView, type Plan, planShards } from "./plan.js";
 import { MemberSession, type SessionLossReason } from "./session.js";
 
+/** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
+const DONE = "done";
+
 export interface ShardedElectorOptions {
   /** Where the group lives; it must be able to list by prefix. */
   store: LeaseStore;
@@ -313,17 +316,25 @@ export class ShardedElector {
   private async run(): Promise<void> {
     let nextPollAt = this.clock.now();
     let polled = false;
+    let planAt = Number.POSITIVE_INFINITY;
     while (!this.stopRequested) {
       if (this.clock.now() >= nextPollAt) {
         polled = await this.poll();
         if (this.stopRequested) break;
+        this.replan = true;
         nextPollAt = this.clock.now() + (polled ? this.pollDelay() : this.retryDelay());
       }
-      // Planning is pure and cheap: after every wake-up (a poll, a finished write, an expiry
-      // deadline, the view settling), so a deadline leads straight to its action.
-      this.replan = false;
-      if (polled) this.planAndAct();
-      const wakeAt = Math.min(nextPollAt, this.nextDeadline());
+      // Plan again after anything new (a poll, a finished write, a tenure ended, the session) or
+      // at the next instant time alone changes the answer (an expiry, the view settling, a back-off).
+      if (this.replan || this.clock.now() >= planAt) {
+        this.replan = false;
+        planAt = Number.POSITIVE_INFINITY;
+        if (polled) {
+          this.planAndAct();
+          planAt = this.nextDeadline();
+        }
+      }
+      const wakeAt = Math.min(nextPollAt, planAt);
       await this.wait(wakeAt - this.clock.now());
       if (this.pollRequested) {
         this.pollRequested = false;
@@ -686,7 +697,7 @@ export class ShardedElector {
   private withinGrace(work: Promise<unknown>): Promise<void> {
     const grace = new AbortController();
     return Promise.race([work.then(() => undefined), this.clock.sleep(this.o.graceMs, grace.signal)]).then(() =>
-      grace.abort(),
+      grace.abort(DONE),
     );
   }
 
@@ -748,7 +759,7 @@ export class ShardedElector {
     try {
       return await Promise.race([collect, expired]);
     } finally {
-      abort.abort();
+      abort.abort(DONE);
     }
   }
 
@@ -788,10 +799,10 @@ export class ShardedElector {
   private async wait(ms: number): Promise<void> {
     if (this.stopRequested || this.replan || ms <= 0) return;
     const cut = new AbortController();
-    this.wakeLoop = () => cut.abort();
+    this.wakeLoop = () => cut.abort(DONE);
     await this.clock.sleep(ms, cut.signal);
     this.wakeLoop = undefined;
-    cut.abort();
+    cut.abort(DONE);
   }
 
   private wake(): void {

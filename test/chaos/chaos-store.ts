@@ -79,6 +79,8 @@ type PutFault = Exclude<NetworkFault, "tail-latency" | "get-fail" | "get-hang"> 
 /** A put the store applied, in the order it applied them: the ground truth for "one holder per term". */
 export interface AppliedPut {
   at: number;
+  /** The record written. */
+  name: string;
   /** The candidate instance that sent it. */
   sender: string;
   holder: string | null;
@@ -102,8 +104,15 @@ export class Network {
   constructor(
     readonly clock: ManualClock,
     private readonly rng: Prng,
-    readonly profile: FaultProfile,
+    /** Replaced by `calm()` for the quiet end of a sharded scenario. */
+    public profile: FaultProfile,
   ) {}
+
+  /** From now on no network fault: requests only travel (the quiet end of a scenario). */
+  calm(): void {
+    this.profile = { ...NO_FAULTS, baseLatencyMs: this.profile.baseLatencyMs, watch: this.profile.watch };
+    for (const held of this.held.splice(0)) held.release();
+  }
 
   /** Cuts `label` off from the store (`true`) or reconnects it. */
   partition(label: string, cut: boolean): void {
@@ -184,6 +193,7 @@ export class Network {
       const stored = await put();
       this.applied.push({
         at: this.clock.now(),
+        name: stored.record.name,
         sender,
         holder: stored.record.holder,
         term: stored.record.term,
