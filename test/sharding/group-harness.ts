@@ -6,13 +6,16 @@
  * After every timer the harness checks, on true time:
  * - no bucket has two members inside their safe windows at once (a member is inside for a bucket
  *   while it works on it and its session window is open by the clock);
- * - each bucket's terms only grow, one member per term.
+ * - each bucket's terms only grow, one member per term;
+ * - every write keeps the record's term rules (src/term-rules.ts), which the HTTP API enforces, so
+ *   a member over `HttpStore` would never be refused.
  */
 import { ManualClock } from "../../src/clock.js";
-import type { LeaseStore } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import type { AssignedKind, ShardedElector, ShardedElectorOptions } from "../../src/sharding/sharded-elector.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { checkTermRules } from "../../src/term-rules.js";
 import { ChaosStore, Network, NO_FAULTS } from "../chaos/chaos-store.js";
 import { Prng } from "../chaos/prng.js";
 import { SimProcess } from "../chaos/process.js";
@@ -68,7 +71,7 @@ export class Group {
     readonly options: Partial<ShardedElectorOptions> = {},
     inner: LeaseStore = new MemoryStore(),
   ) {
-    this.store = inner;
+    this.store = new TermRulesStore(inner, this.violations);
     this.clock = new ManualClock({
       idle: async () => {
         await immediate();
@@ -195,5 +198,30 @@ export class Group {
         this.violations.push(`bucket ${bucket} has ${ids.join(" and ")} inside their windows at ${this.clock.now()}`);
       }
     }
+  }
+}
+
+/** Checks each write against the record it replaces (the one at the expected revision). */
+class TermRulesStore implements LeaseStore {
+  constructor(
+    private readonly inner: LeaseStore,
+    private readonly violations: string[],
+  ) {}
+
+  get(name: string, options?: CallOptions): Promise<Stored | null> {
+    return this.inner.get(name, options);
+  }
+
+  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    const current = await this.inner.get(next.name);
+    if ((current?.revision ?? null) === expected) {
+      const broken = checkTermRules(current?.record ?? null, next);
+      if (broken) this.violations.push(`${next.name}: ${broken.rule}: ${broken.message}`);
+    }
+    return this.inner.put(next, expected, options);
+  }
+
+  list(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+    return this.inner.list!(prefix, options);
   }
 }

@@ -5,7 +5,10 @@
  * bucket's terms only grow (group-harness.ts).
  */
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/clock.js";
 import { memberName } from "../../src/sharding/layout.js";
+import { runSharded } from "../../src/sharding/run-sharded.js";
+import { MemoryStore } from "../../src/stores/memory.js";
 import { Group, TIMING } from "./group-harness.js";
 
 const { leaseMs, settleMs } = TIMING;
@@ -167,5 +170,24 @@ describe("sharded elector", () => {
     expect(again.every((x) => x.member === "a#2" && x.term === 2)).toBe(true);
     expect(Math.min(...again.map((x) => x.at))).toBeGreaterThanOrEqual(until + TIMING.safetyMs);
     expect(g.violations).toEqual([]);
+  });
+
+  it("runSharded rejects with the error a bucket's fn threw, after leaving the group", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    let calls = 0;
+    const run = runSharded({ store, group: "g", buckets: 3, identity: "a", clock, ...TIMING }, async ({ bucket }) => {
+      calls++;
+      if (bucket === 1) throw new Error("bucket 1 broke");
+      await clock.sleep(60_000);
+    });
+    const outcome = run.then(
+      () => "resolved",
+      (error: Error) => error.message,
+    );
+    for (let i = 0; i < 50 && calls < 3; i++) await clock.advance(10);
+    await clock.advance(TIMING.graceMs + 10);
+    expect(await outcome).toBe("bucket 1 broke");
+    expect((await store.get(memberName("g", "a")))?.record.holder).toBeNull();
   });
 });
