@@ -74,7 +74,9 @@ export async function reshard(options: ReshardOptions): Promise<ReshardResult> {
     const current = await configWriter.read();
     const before = current ? decodeConfig(current.record) : undefined;
     if (current && !before) {
-      throw new LeaseCorruptError(configName(group), [{ path: "metadata", message: "no bucket count and epoch" }]);
+      throw new LeaseCorruptError(configName(group), [
+        { path: "metadata", message: "expected buckets (1-4096), epoch (>= 1) and previous as whole numbers" },
+      ]);
     }
     from = before?.buckets ?? 0;
     if (before && before.buckets === buckets) {

@@ -22,7 +22,7 @@
 import { type Clock, systemClock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
-import { LeaseStoreError } from "../errors.js";
+import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { BucketLostError, type RevokeReason } from "./bucket-lost-error.js";
 import {
@@ -399,10 +399,10 @@ export class ShardedElector {
     }
     const config = decodeConfig(stored.record);
     if (!config) {
-      throw new LeaseStoreError(
-        `config record "${configName(this.group)}" does not hold a bucket count and epoch; fix or rewrite it with reshard()`,
-        { ambiguous: false },
-      );
+      // Never overwritten: an operator must look (or rewrite it with reshard()).
+      throw new LeaseCorruptError(configName(this.group), [
+        { path: "metadata", message: "expected buckets (1-4096), epoch (>= 1) and previous as whole numbers" },
+      ]);
     }
     const before = this.config;
     if (before && config.epoch <= before.epoch) return;

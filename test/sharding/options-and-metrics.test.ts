@@ -81,3 +81,32 @@ describe("ShardedElectorMetrics", () => {
     expect(text).toMatch(/leasehold_sharded_revoked_total\{group="g",identity="a",reason="handoff"\} 2/);
   });
 });
+
+describe("a corrupt config record", () => {
+  it("is reported and never overwritten; nothing is taken", async () => {
+    const store = new MemoryStore();
+    const clock = new ManualClock();
+    await store.put(
+      {
+        name: "g/config",
+        holder: null,
+        term: 0,
+        leaseMs: 1000,
+        acquiredAt: 0,
+        renewedAt: 0,
+        metadata: { buckets: "lots" },
+        writeId: "w1",
+      },
+      null,
+    );
+    const elector = new ShardedElector({ store, group: "g", buckets: 4, identity: "a", clock, ...TIMING });
+    const errors: string[] = [];
+    elector.on("error", ({ error, during }) => errors.push(`${during}: ${(error as Error).name}`));
+    elector.start();
+    await clock.advance(2000);
+    expect(errors[0]).toBe("config: LeaseCorruptError");
+    expect(elector.current.held).toEqual([]);
+    expect((await store.get("g/config"))?.record.writeId).toBe("w1");
+    await elector.stop();
+  });
+});
