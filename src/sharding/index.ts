@@ -16,6 +16,14 @@ export {
   membersPrefix,
 } from "./layout.js";
 export { ShardedElectorMetrics } from "./metrics.js";
+export {
+  claimRecord,
+  fenceRecord,
+  freeBucketRecord,
+  releaseRecord,
+  stampRecord,
+  transferRecord,
+} from "./next-records.js";
 export { type Plan, type PlanInput, planShards } from "./plan.js";
 export { type ReshardOptions, type ReshardResult, reshard } from "./reshard.js";
 export { type BucketContext, type RunShardedOptions, runSharded } from "./run-sharded.js";

@@ -20,11 +20,10 @@
 import { type Clock, systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import type { LeaseStore, Stored } from "../lease.js";
 import { validateBucketCount } from "./bucket-of.js";
 import {
   bucketIndexOf,
-  bucketMetadata,
   bucketName,
   bucketsPrefix,
   configName,
@@ -34,6 +33,7 @@ import {
   type GroupConfig,
   validateGroup,
 } from "./layout.js";
+import { freeBucketRecord, stampRecord } from "./next-records.js";
 
 export interface ReshardOptions {
   store: LeaseStore;
@@ -104,44 +104,27 @@ export async function reshard(options: ReshardOptions): Promise<ReshardResult> {
     const index = bucketIndexOf(group, stored.record.name);
     if (index === undefined) continue;
     seen.add(index);
-    if (await stampRecord(group, writer(stored.record.name), stored, config.epoch)) stamped++;
+    if (await stampOne(group, writer(stored.record.name), stored, config.epoch)) stamped++;
   }
   for (let index = 0; index < config.previous; index++) {
     if (seen.has(index)) continue;
-    const name = bucketName(group, index);
-    const w = writer(name);
-    const wall = clock.wallNow();
-    const fresh: LeaseRecord = {
-      name,
-      holder: null,
-      term: 0,
-      leaseMs: 15_000,
-      acquiredAt: wall,
-      renewedAt: wall,
-      metadata: bucketMetadata(null, config.epoch),
-      writeId: newWriteId(),
-    };
-    const outcome = await w.writeSettled(fresh, null);
+    const w = writer(bucketName(group, index));
+    const outcome = await w.writeSettled(freeBucketRecord(group, index, config.epoch, 15_000, clock.wallNow()), null);
     if (outcome.kind === "applied") stamped++;
-    else if (outcome.current && (await stampRecord(group, w, outcome.current, config.epoch))) stamped++;
+    else if (outcome.current && (await stampOne(group, w, outcome.current, config.epoch))) stamped++;
   }
   return { from, to: config.buckets, epoch: config.epoch, stamped };
 }
 
 /** Stamps `stored` with `epoch` unless it already carries it (or a newer one); retries on conflict. */
-async function stampRecord(group: string, writer: CasWriter, stored: Stored, epoch: number): Promise<boolean> {
+async function stampOne(group: string, writer: CasWriter, stored: Stored, epoch: number): Promise<boolean> {
   let current: Stored | null | undefined = stored;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     if (!current) current = await writer.read();
     if (!current) return false;
     const info = decodeBucket(group, current);
     if (!info || info.epoch >= epoch) return false;
-    const next: LeaseRecord = {
-      ...current.record,
-      metadata: { ...current.record.metadata, epoch: String(epoch) },
-      writeId: newWriteId(),
-    };
-    const outcome = await writer.writeSettled(next, current.revision);
+    const outcome = await writer.writeSettled(stampRecord(info, epoch), current.revision);
     if (outcome.kind === "applied") return true;
     current = outcome.current;
   }

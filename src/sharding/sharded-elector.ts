@@ -23,11 +23,10 @@ import { type Clock, systemClock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { BucketLostError, type RevokeReason } from "./bucket-lost-error.js";
 import {
   type BucketInfo,
-  bucketMetadata,
   bucketName,
   bucketsPrefix,
   configName,
@@ -41,6 +40,14 @@ import {
   membersPrefix,
 } from "./layout.js";
 import { MemberObservations } from "./membership.js";
+import {
+  claimRecord,
+  fenceRecord,
+  freeBucketRecord,
+  releaseRecord,
+  stampRecord,
+  transferRecord,
+} from "./next-records.js";
 import { resolveShardedOptions } from "./options.js";
 import { type ClaimKind, liveView, type Plan, planShards } from "./plan.js";
 import { MemberSession, type SessionLossReason } from "./session.js";
@@ -494,16 +501,8 @@ export class ShardedElector {
     this.exclusive(name, async () => {
       if (this.stopping || this.session.validTerm() !== session) return;
       const wall = this.clock.wallNow();
-      const next: LeaseRecord = {
-        name,
-        holder: this.identity,
-        term: (current?.term ?? 0) + 1,
-        leaseMs: this.o.leaseMs,
-        acquiredAt: wall,
-        renewedAt: wall,
-        metadata: bucketMetadata({ session, held: config.epoch }, Math.max(config.epoch, current?.epoch ?? 0)),
-        writeId: newWriteId(),
-      };
+      const owner = { holder: this.identity, session, epoch: config.epoch, leaseMs: this.o.leaseMs };
+      const next = claimRecord(this.group, bucket, current, owner, wall);
       const outcome = await this.write(name, next, current?.stored ?? null);
       if (outcome.kind !== "applied") return;
       const info = this.learnBucket(outcome.stored, this.clock.now(), true);
@@ -535,15 +534,7 @@ export class ShardedElector {
       await this.quiet.get(current.index);
       if (this.session.validTerm() === undefined) return; // our session ended: the bucket is free anyway
       const wall = this.clock.wallNow();
-      const next: LeaseRecord = {
-        ...current.stored.record,
-        holder: to,
-        term: current.term + 1,
-        acquiredAt: wall,
-        renewedAt: wall,
-        metadata: bucketMetadata({ session: toSession, held: config.epoch }, Math.max(config.epoch, current.epoch)),
-        writeId: newWriteId(),
-      };
+      const next = transferRecord(current, { holder: to, session: toSession, epoch: config.epoch }, wall);
       const outcome = await this.write(name, next, current.stored);
       if (outcome.kind === "applied") {
         this.learnBucket(outcome.stored, this.clock.now());
@@ -557,13 +548,7 @@ export class ShardedElector {
     this.exclusive(name, async () => {
       if (current.holder === this.identity) await this.quiet.get(current.index);
       if (this.session.validTerm() === undefined) return;
-      const next: LeaseRecord = {
-        ...current.stored.record,
-        holder: null,
-        renewedAt: this.clock.wallNow(),
-        metadata: bucketMetadata(null, Math.max(config.epoch, current.epoch)),
-        writeId: newWriteId(),
-      };
+      const next = releaseRecord(current, config.epoch, this.clock.wallNow());
       const outcome = await this.write(name, next, current.stored);
       if (outcome.kind === "applied") this.learnBucket(outcome.stored, this.clock.now());
     }).catch((error: unknown) => this.events.emit("error", { error, during: "release" }));
@@ -573,12 +558,7 @@ export class ShardedElector {
   private stamp(current: BucketInfo, config: GroupConfig): void {
     const name = bucketName(this.group, current.index);
     this.exclusive(name, async () => {
-      const next: LeaseRecord = {
-        ...current.stored.record,
-        metadata: { ...current.stored.record.metadata, epoch: String(config.epoch) },
-        writeId: newWriteId(),
-      };
-      const outcome = await this.write(name, next, current.stored);
+      const outcome = await this.write(name, stampRecord(current, config.epoch), current.stored);
       if (outcome.kind === "applied") this.learnBucket(outcome.stored, this.clock.now());
     }).catch((error: unknown) => this.events.emit("error", { error, during: "stamp" }));
   }
@@ -586,17 +566,7 @@ export class ShardedElector {
   private create(index: number, config: GroupConfig): void {
     const name = bucketName(this.group, index);
     this.exclusive(name, async () => {
-      const wall = this.clock.wallNow();
-      const next: LeaseRecord = {
-        name,
-        holder: null,
-        term: 0,
-        leaseMs: this.o.leaseMs,
-        acquiredAt: wall,
-        renewedAt: wall,
-        metadata: bucketMetadata(null, config.epoch),
-        writeId: newWriteId(),
-      };
+      const next = freeBucketRecord(this.group, index, config.epoch, this.o.leaseMs, this.clock.wallNow());
       const outcome = await this.write(name, next, null);
       if (outcome.kind === "applied") this.learnBucket(outcome.stored, this.clock.now());
     }).catch((error: unknown) => this.events.emit("error", { error, during: "stamp" }));
@@ -606,13 +576,7 @@ export class ShardedElector {
   private fence(m: MemberInfo): void {
     const name = m.stored.record.name;
     this.exclusive(name, async () => {
-      const next: LeaseRecord = {
-        ...m.stored.record,
-        holder: null,
-        renewedAt: this.clock.wallNow(),
-        metadata: { fenced: this.identity },
-        writeId: newWriteId(),
-      };
+      const next = fenceRecord(m, this.identity, this.clock.wallNow());
       const outcome = await this.writerFor(name).write(next, m.stored.revision, { timeoutMs: this.o.callTimeoutMs });
       if (outcome.kind === "unknown" || (outcome.kind === "lost" && !outcome.current)) {
         this.backoff.set(name, this.clock.now() + this.retryDelay());
