@@ -121,6 +121,40 @@ export class LeadershipLostError extends LeaseholdError {
 }
 
 /**
+ * The abort reason of a bucket's signal in a sharded group, and what a bucket context's
+ * `assertLeader()` throws. It is a `LeadershipLostError`, so code written for `runAsLeader`
+ * catches it unchanged; `revoked` says why this member stopped working on the bucket.
+ */
+/**
+ * - `handoff`: given to the member the assignment names (it asked for it).
+ * - `session-expired`: this member's session window closed unrenewed (a pause, an unreachable store).
+ * - `session-fenced`: another member ended this member's session after it expired by their clock.
+ * - `resharded`: the group's bucket count changed; buckets are taken again under the new count.
+ * - `stopping`: this member is leaving (its buckets are released together with its session).
+ */
+export type RevokeReason = "handoff" | "session-expired" | "session-fenced" | "resharded" | "stopping";
+
+const LEADERSHIP_REASON = {
+  handoff: "released",
+  "session-expired": "expired",
+  "session-fenced": "conflict",
+  resharded: "released",
+  stopping: "stopping",
+} as const satisfies Record<RevokeReason, LeadershipLostError["reason"]>;
+
+export class BucketLostError extends LeadershipLostError {
+  override name = "BucketLostError";
+  constructor(
+    readonly bucket: number,
+    term: number,
+    readonly revoked: RevokeReason,
+  ) {
+    super(term, LEADERSHIP_REASON[revoked]);
+    this.message = `bucket ${bucket}, term ${term}: ${revoked}`;
+  }
+}
+
+/**
  * Thrown by the HTTP client when the API answered with a problem (RFC 9457; `problem` is its
  * body), or when the request got no answer at all (`status` 0: unreachable, timed out).
  */
@@ -212,6 +246,7 @@ const ALL = [
   "LeaseTermRuleError",
   "LeaseCorruptError",
   "LeadershipLostError",
+  "BucketLostError",
   "LeaseholdApiError",
   "StoreUnavailableError",
   "ReleaseRefusedError",
@@ -230,8 +265,10 @@ export const isLeaseValidationError = (error: unknown): error is LeaseValidation
 export const isLeaseTermRuleError = (error: unknown): error is LeaseTermRuleError =>
   named(error, ["LeaseTermRuleError"]);
 export const isLeaseCorruptError = (error: unknown): error is LeaseCorruptError => named(error, ["LeaseCorruptError"]);
+/** Includes `BucketLostError`, a kind of lost leadership. */
 export const isLeadershipLostError = (error: unknown): error is LeadershipLostError =>
-  named(error, ["LeadershipLostError"]);
+  named(error, ["LeadershipLostError", "BucketLostError"]);
+export const isBucketLostError = (error: unknown): error is BucketLostError => named(error, ["BucketLostError"]);
 export const isLeaseholdApiError = (error: unknown): error is LeaseholdApiError => named(error, ["LeaseholdApiError"]);
 export const isStoreUnavailableError = (error: unknown): error is StoreUnavailableError =>
   named(error, ["StoreUnavailableError"]);

@@ -21,9 +21,11 @@ export {
 } from "./elector.js";
 export { ElectorMetrics } from "./elector-metrics.js";
 export {
+  BucketLostError,
   FenceCorruptError,
   type FieldIssue,
   isAmbiguous,
+  isBucketLostError,
   isFenceCorruptError,
   isLeadershipLostError,
   isLeaseConflictError,
@@ -46,9 +48,23 @@ export {
   LeaseValidationError,
   type LossReason,
   ReleaseRefusedError,
+  type RevokeReason,
   StaleTermError,
   StoreUnavailableError,
 } from "./errors.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
+export { bucketOf } from "./sharding/bucket-of.js";
+export { ShardedElectorMetrics } from "./sharding/metrics.js";
+export { type ReshardOptions, type ReshardResult, reshard } from "./sharding/reshard.js";
+export { type BucketContext, type RunShardedOptions, runSharded } from "./sharding/run-sharded.js";
+export {
+  type AssignedEvent,
+  type AssignedKind,
+  type RevokedEvent,
+  ShardedElector,
+  type ShardedElectorEvents,
+  type ShardedElectorOptions,
+  type ShardedElectorState,
+} from "./sharding/sharded-elector.js";
 export { MemoryStore } from "./stores/memory.js";

@@ -79,8 +79,15 @@ it("the main entry exports the application API only", async () => {
   const main = await import("../src/index.js");
   expect(Object.keys(main).sort()).toEqual(
     [
+      "BucketLostError",
       "Elector",
       "ElectorMetrics",
+      "ShardedElector",
+      "ShardedElectorMetrics",
+      "bucketOf",
+      "isBucketLostError",
+      "reshard",
+      "runSharded",
       "LeadershipLostError",
       "LeaseConflictError",
       "LeaseCorruptError",

@@ -9,11 +9,14 @@
  * - a lost request (hangs, never applied), an error before apply (plain or ambiguous), an error
  *   after apply (ambiguous: it did apply), a lost response (applied, then hangs);
  * - reordering: a put is held back and applied right after a later put from another candidate
- *   reaches the store (or after a bounded hold).
+ *   reaches the store (or after a bounded hold);
+ * - partitions (sharded scenarios): while a process is cut off from the store, its requests are
+ *   refused or lost and answers to it are lost, so a write that reached the store before the cut
+ *   applies but its sender never hears of it.
  */
 import type { ManualClock } from "../../src/clock.js";
 import { LeaseStoreError } from "../../src/errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 import type { Prng } from "./prng.js";
 import type { SimProcess } from "./process.js";
@@ -70,6 +73,8 @@ type PutFault = Exclude<NetworkFault, "tail-latency" | "get-fail" | "get-hang"> 
 /** A put the store applied, in the order it applied them: the ground truth for "one holder per term". */
 export interface AppliedPut {
   at: number;
+  /** The record written. */
+  name: string;
   /** The candidate instance that sent it. */
   sender: string;
   holder: string | null;
@@ -87,12 +92,31 @@ export class Network {
   readonly faults = new Map<string, number>();
   readonly applied: AppliedPut[] = [];
   private held: Held[] = [];
+  /** Processes cut off from the store, by label. */
+  private readonly partitioned = new Set<string>();
 
   constructor(
     readonly clock: ManualClock,
     private readonly rng: Prng,
-    readonly profile: FaultProfile,
+    /** Replaced by `calm()` for the quiet end of a sharded scenario. */
+    public profile: FaultProfile,
   ) {}
+
+  /** From now on no network fault: requests only travel (the quiet end of a scenario). */
+  calm(): void {
+    this.profile = { ...NO_FAULTS, baseLatencyMs: this.profile.baseLatencyMs, watch: this.profile.watch };
+    for (const held of this.held.splice(0)) held.release();
+  }
+
+  /** Cuts `label` off from the store (`true`) or reconnects it. */
+  partition(label: string, cut: boolean): void {
+    if (cut) this.partitioned.add(label);
+    else this.partitioned.delete(label);
+  }
+
+  isPartitioned(label: string): boolean {
+    return this.partitioned.has(label);
+  }
 
   count(kind: string): void {
     this.faults.set(kind, (this.faults.get(kind) ?? 0) + 1);
@@ -130,6 +154,11 @@ export class Network {
     return "none";
   }
 
+  /** A fair coin from the scenario's stream. */
+  coin(): boolean {
+    return this.rng.chance(0.5);
+  }
+
   drawGetFault(): "get-fail" | "get-hang" | "none" {
     const u = this.rng.next();
     const fault =
@@ -158,6 +187,7 @@ export class Network {
       const stored = await put();
       this.applied.push({
         at: this.clock.now(),
+        name: stored.record.name,
         sender,
         holder: stored.record.holder,
         term: stored.record.term,
@@ -194,19 +224,47 @@ export class ChaosStore extends StoreWrapper {
     return this.pushed(super.watchOf(name, signal), signal);
   }
 
-  private async getFlow(name: string): Promise<Stored | null> {
+  /** One request for the whole listing, with the faults of a read (the sharded elector lists every poll). */
+  protected override async *listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+    const records = await this.answer(
+      undefined,
+      this.readFlow(async () => {
+        const out: Stored[] = [];
+        for await (const stored of super.listOf(prefix, options)) out.push(stored);
+        return out;
+      }),
+    );
+    yield* records;
+  }
+
+  private getFlow(name: string): Promise<Stored | null> {
+    return this.readFlow(() => this.inner.get(name));
+  }
+
+  private async readFlow<T>(read: () => Promise<T>): Promise<T> {
     const fault = this.network.drawGetFault();
+    await this.cutOff();
     await this.network.travel();
     if (fault === "get-hang") return never();
     if (fault === "get-fail") throw new LeaseStoreError("chaos: read failed (503)", { ambiguous: false });
-    const stored = await this.inner.get(name);
+    const result = await read();
     await this.network.travel();
-    return stored;
+    if (this.network.isPartitioned(this.process.label)) return never();
+    return result;
+  }
+
+  /** A request sent while cut off is refused at once (half the time) or lost. */
+  private async cutOff(): Promise<void> {
+    if (!this.network.isPartitioned(this.process.label)) return;
+    this.network.count("partitioned-call");
+    if (this.network.coin()) throw new LeaseStoreError("chaos: connection refused (partitioned)", { ambiguous: false });
+    return never();
   }
 
   private async putFlow(next: LeaseRecord, expected: Revision | null): Promise<Stored> {
     const fault = this.network.drawPutFault();
     const sender = this.process.label;
+    await this.cutOff();
     await this.network.travel();
     if (fault === "lost-request") return never();
     if (fault === "fail-before") throw new LeaseStoreError("chaos: rejected before apply (400)", { ambiguous: false });
@@ -217,6 +275,7 @@ export class ChaosStore extends StoreWrapper {
     const stored = await this.network.arrive(sender, () => this.inner.put(next, expected));
     if (fault === "lost-response") return never();
     await this.network.travel();
+    if (this.network.isPartitioned(sender)) return never();
     if (fault === "fail-after") throw new LeaseStoreError("chaos: response lost after apply", { ambiguous: true });
     return stored;
   }

@@ -127,7 +127,7 @@ function drawTiming(rng: Prng): Timing {
   };
 }
 
-function drawProfile(rng: Prng, t: Timing, backend: Backend): FaultProfile {
+export function drawProfile(rng: Prng, t: Pick<Timing, "leaseMs">, backend: Backend): FaultProfile {
   const some = (max: number) => (rng.chance(0.6) ? rng.between(0, max) : 0);
   return {
     baseLatencyMs: rng.between(0, t.leaseMs * 0.02),
