@@ -10,7 +10,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/api/log.js";
 import { LeaseStoreError } from "../src/errors.js";
 import type { LeaseStore } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { repo, until } from "./support/cli-processes.js";
 
