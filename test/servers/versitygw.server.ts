@@ -23,7 +23,7 @@ export const S3_TEST_CREDENTIALS = { accessKeyId: "leasehold-test", secretAccess
 export const S3_TEST_REGION = "us-east-1";
 const READY_TIMEOUT_MS = 20_000;
 
-const program = {
+export const versitygwProgram = {
   name: "versitygw",
   installPath: "github.com/versity/versitygw/cmd/versitygw",
   version: VERSITYGW_VERSION,
@@ -32,7 +32,7 @@ const program = {
   args: ["-p", "1"],
   purpose: "the S3 tests build versitygw with it",
 };
-export const versitygwBinary = goBinaryPath(program);
+export const versitygwBinary = goBinaryPath(versitygwProgram);
 
 export interface Versitygw extends StartedServer {
   endpoint: string;
@@ -40,7 +40,7 @@ export interface Versitygw extends StartedServer {
 
 /** Starts one versitygw (installing it first if needed) on empty folders and waits until it answers. */
 export async function startVersitygw(): Promise<Versitygw> {
-  const binary = await installGoProgram(program);
+  const binary = await installGoProgram(versitygwProgram);
   const root = mkdtempSync(join(tmpdir(), "leasehold-versitygw-"));
   let lastError: unknown;
   // A port picked free can be taken before the server binds it: try a few.
