@@ -233,6 +233,20 @@ describe("AzureBlobStore: faults with its own client (one try per request)", () 
     expect(isAmbiguous(early)).toBe(false);
   });
 
+  it("a read whose connection is reset before any answer is sent once more (reads change nothing)", async () => {
+    const store = viaProxy();
+    const name = uniqueName();
+    const written = await ownClient().put(makeRecord(name), null);
+    proxy.resetCounts();
+    proxy.failNextGet("reset");
+    expect(await store.get(name)).toEqual(written);
+    expect(proxy.count("get")).toBe(2);
+    proxy.failNextGet("reset", "reset");
+    const error = await rejection(store.get(name));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(error)).toBe(false);
+  });
+
   it("a refusal whose blob cannot be read back is a conflict with the current record unknown", async () => {
     const store = viaProxy();
     const name = uniqueName();

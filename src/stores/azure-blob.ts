@@ -60,6 +60,7 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
+import { isConnectionReset } from "./connection-reset.js";
 import { listInNameOrder, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
 
 const { BlobServiceClient: BlobServiceClientClass } = await importPeer(
@@ -212,8 +213,17 @@ export class AzureBlobStore implements LeaseStore {
     }
   }
 
-  /** One GET: body and ETag of the same version. */
+  /** One GET: body and ETag of the same version; sent once more after a reset connection (./connection-reset.ts). */
   private async read(name: string, signal?: AbortSignal): Promise<Stored | null> {
+    try {
+      return await this.readOnce(name, signal);
+    } catch (error) {
+      if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
+      return this.readOnce(name, signal);
+    }
+  }
+
+  private async readOnce(name: string, signal?: AbortSignal): Promise<Stored | null> {
     const where = `Azure Get Blob of ${this.where(name)}`;
     let body: string;
     let etag: string | undefined;

@@ -58,6 +58,7 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
+import { isConnectionReset } from "./connection-reset.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
 
 const {
@@ -227,8 +228,17 @@ export class S3Store implements LeaseStore {
     } while (token !== undefined);
   }
 
-  /** One GET: body and ETag of the same version. */
+  /** One GET: body and ETag of the same version; sent once more after a reset connection (./connection-reset.ts). */
   private async read(name: string, signal?: AbortSignal): Promise<Stored | null> {
+    try {
+      return await this.readOnce(name, signal);
+    } catch (error) {
+      if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
+      return this.readOnce(name, signal);
+    }
+  }
+
+  private async readOnce(name: string, signal?: AbortSignal): Promise<Stored | null> {
     const where = `S3 GetObject of ${this.where(name)}`;
     let body: string;
     let etag: string | undefined;

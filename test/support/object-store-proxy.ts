@@ -38,7 +38,7 @@ export class ObjectStoreProxy {
   /** Every request seen, in order, faulty or not: a second PUT for one `put` is an SDK retry. */
   readonly seen: RequestKind[] = [];
   private readonly faults: PutFault[] = [];
-  private readonly getFaults: Array<"500" | "503"> = [];
+  private readonly getFaults: Array<"500" | "503" | "reset"> = [];
   private readonly waiters: Array<() => void> = [];
   private readonly hung = new Set<ServerResponse>();
   private forwarding = 0;
@@ -69,8 +69,8 @@ export class ObjectStoreProxy {
     this.faults.push(...faults);
   }
 
-  /** The next object GETs are answered with these errors, one each, without forwarding. */
-  failNextGet(...faults: Array<"500" | "503">): void {
+  /** The next object GETs are answered with these errors (or a reset connection), one each, without forwarding. */
+  failNextGet(...faults: Array<"500" | "503" | "reset">): void {
     this.getFaults.push(...faults);
   }
 
@@ -140,6 +140,10 @@ export class ObjectStoreProxy {
     this.seen.push(kind);
     const fault = kind === "put" ? this.faults.shift() : kind === "get" ? this.getFaults.shift() : undefined;
     if (kind === "put") for (const wake of this.waiters.splice(0)) wake();
+    if (fault === "reset") {
+      req.socket.destroy(); // a GET whose connection breaks before any answer
+      return;
+    }
     switch (fault) {
       case "hang":
         this.hung.add(res);
