@@ -7,57 +7,102 @@ import { z } from "zod";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, zodIssues } from "../lease.js";
 
-const ms = (what: string) =>
+export const ms = (what: string) =>
   z
     .number({ error: `expected ${what} in milliseconds` })
     .finite({ error: "expected a finite number" })
     .nonnegative({ error: "expected a non-negative number" });
 
+/**
+ * The fields every campaigner shares (the elector, the sharded elector): lease timing, jitter,
+ * the skew bound, the call timeout, and the injected clock and randomness. Checked here, not at
+ * first use: a bad clock would otherwise fail inside the election loop.
+ */
+export const timingFields = {
+  leaseMs: leaseMsSchema.default(15_000),
+  renewMs: ms("the renewal interval").positive({ error: "expected more than 0 ms" }).optional(),
+  retryMs: ms("the retry interval").positive({ error: "expected more than 0 ms" }).optional(),
+  safetyMs: ms("the safety margin").optional(),
+  jitter: z
+    .number({ error: "expected a number" })
+    .min(0, { error: "expected 0 to 1" })
+    .max(1, { error: "expected 0 to 1" })
+    .default(0.2),
+  maxSkewMs: ms("the clock skew bound").default(1000),
+  callTimeoutMs: ms("the store call timeout").positive({ error: "expected more than 0 ms" }).optional(),
+  clock: z
+    .custom<object>(
+      (c) =>
+        typeof c === "object" &&
+        c !== null &&
+        ["now", "wallNow", "sleep"].every((k) => typeof (c as Record<string, unknown>)[k] === "function"),
+      { error: "expected a Clock (an object with now, wallNow and sleep)" },
+    )
+    .optional(),
+  random: z
+    .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
+    .optional(),
+  // runAsLeader's / runSharded's own options ride along; validateCallbackArguments checks them.
+  signal: z.unknown().optional(),
+  onElector: z.unknown().optional(),
+};
+
+/** A store with the methods named (`get` and `put`, plus `list` for a sharded group). */
+export const storeField = (methods: readonly string[], error: string) =>
+  z.custom<object>(
+    (s) =>
+      typeof s === "object" &&
+      s !== null &&
+      methods.every((k) => typeof (s as Record<string, unknown>)[k] === "function"),
+    { error },
+  );
+
 // Strict: a misspelt option (leaseMS) is an error, not a silently ignored default.
 const fieldsSchema = z.strictObject(
   {
-    store: z.custom<object>(
-      (s) =>
-        typeof s === "object" &&
-        s !== null &&
-        typeof (s as { get?: unknown }).get === "function" &&
-        typeof (s as { put?: unknown }).put === "function",
-      { error: "expected a LeaseStore (an object with get and put)" },
-    ),
+    store: storeField(["get", "put"], "expected a LeaseStore (an object with get and put)"),
     name: nameSchema,
     identity: holderSchema.optional(),
-    leaseMs: leaseMsSchema.default(15_000),
-    renewMs: ms("the renewal interval").positive({ error: "expected more than 0 ms" }).optional(),
-    retryMs: ms("the retry interval").positive({ error: "expected more than 0 ms" }).optional(),
-    safetyMs: ms("the safety margin").optional(),
-    jitter: z
-      .number({ error: "expected a number" })
-      .min(0, { error: "expected 0 to 1" })
-      .max(1, { error: "expected 0 to 1" })
-      .default(0.2),
-    maxSkewMs: ms("the clock skew bound").default(1000),
-    callTimeoutMs: ms("the store call timeout").positive({ error: "expected more than 0 ms" }).optional(),
+    ...timingFields,
     graceMs: ms("the stop grace period").optional(),
     metadata: metadataSchema.default({}),
-    // Checked here, not at first use: a bad clock would otherwise fail inside the election loop.
-    clock: z
-      .custom<object>(
-        (c) =>
-          typeof c === "object" &&
-          c !== null &&
-          ["now", "wallNow", "sleep"].every((k) => typeof (c as Record<string, unknown>)[k] === "function"),
-        { error: "expected a Clock (an object with now, wallNow and sleep)" },
-      )
-      .optional(),
-    random: z
-      .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
-      .optional(),
-    // runAsLeader's own options ride along; validateRunAsLeaderArguments checks them.
-    signal: z.unknown().optional(),
-    onElector: z.unknown().optional(),
   },
   { error: "expected an options object with store and name" },
 );
+
+export interface ResolvedTiming {
+  renewMs: number;
+  retryMs: number;
+  safetyMs: number;
+}
+
+/**
+ * Fills in the timing defaults (client-go's proportions: safety a tenth, renew a third, retry
+ * 2 s of 15) and checks the relations between them, adding to `issues`. `holder` names who must
+ * renew before its safe window closes, for the message.
+ */
+export function resolveTiming(
+  o: { leaseMs: number; renewMs?: number | undefined; retryMs?: number | undefined; safetyMs?: number | undefined },
+  issues: FieldIssue[],
+  holder: string,
+): ResolvedTiming {
+  const safetyMs = o.safetyMs ?? Math.max(1, Math.floor(o.leaseMs / 10));
+  const renewMs = o.renewMs ?? Math.floor(o.leaseMs / 3);
+  const retryMs = o.retryMs ?? Math.max(1, Math.floor(o.leaseMs / 7.5));
+  if (safetyMs >= o.leaseMs) {
+    issues.push({ path: "safetyMs", message: `expected less than leaseMs (${o.leaseMs}), got ${safetyMs}` });
+  }
+  if (renewMs >= o.leaseMs - safetyMs) {
+    issues.push({
+      path: "renewMs",
+      message: `expected less than leaseMs - safetyMs (${o.leaseMs} - ${safetyMs} = ${o.leaseMs - safetyMs}), got ${renewMs}: ${holder} must renew before its safe window closes`,
+    });
+  }
+  if (retryMs > o.leaseMs) {
+    issues.push({ path: "retryMs", message: `expected at most leaseMs (${o.leaseMs}), got ${retryMs}` });
+  }
+  return { renewMs, retryMs, safetyMs };
+}
 
 export interface ResolvedElectorOptions {
   name: string;
@@ -77,22 +122,8 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
   const parsed = fieldsSchema.safeParse(options);
   if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
   const o = parsed.data;
-  const safetyMs = o.safetyMs ?? Math.max(1, Math.floor(o.leaseMs / 10));
-  const renewMs = o.renewMs ?? Math.floor(o.leaseMs / 3);
-  const retryMs = o.retryMs ?? Math.max(1, Math.floor(o.leaseMs / 7.5));
   const issues: FieldIssue[] = [];
-  if (safetyMs >= o.leaseMs) {
-    issues.push({ path: "safetyMs", message: `expected less than leaseMs (${o.leaseMs}), got ${safetyMs}` });
-  }
-  if (renewMs >= o.leaseMs - safetyMs) {
-    issues.push({
-      path: "renewMs",
-      message: `expected less than leaseMs - safetyMs (${o.leaseMs} - ${safetyMs} = ${o.leaseMs - safetyMs}), got ${renewMs}: the leader must renew before its safe window closes`,
-    });
-  }
-  if (retryMs > o.leaseMs) {
-    issues.push({ path: "retryMs", message: `expected at most leaseMs (${o.leaseMs}), got ${retryMs}` });
-  }
+  const { renewMs, retryMs, safetyMs } = resolveTiming(o, issues, "the leader");
   if (issues.length > 0) throw new LeaseValidationError("elector options", issues);
   return {
     name: o.name,
@@ -110,10 +141,10 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
 }
 
 /**
- * runAsLeader's own arguments, checked before anything campaigns: a bad `fn` would otherwise be
- * found only once elected (the lease taken, then released, for nothing).
+ * `runAsLeader`'s and `runSharded`'s own arguments, checked before anything campaigns: a bad `fn`
+ * would otherwise be found only once elected (the lease taken, then released, for nothing).
  */
-export function validateRunAsLeaderArguments(options: unknown, fn: unknown): void {
+export function validateCallbackArguments(what: string, options: unknown, fn: unknown): void {
   const o = (typeof options === "object" && options !== null ? options : {}) as Record<string, unknown>;
   const signal = o.signal as { aborted?: unknown; addEventListener?: unknown } | undefined;
   const issues: FieldIssue[] = [];
@@ -124,5 +155,5 @@ export function validateRunAsLeaderArguments(options: unknown, fn: unknown): voi
   if (o.onElector !== undefined && typeof o.onElector !== "function") {
     issues.push({ path: "onElector", message: "expected a function (elector) => void" });
   }
-  if (issues.length > 0) throw new LeaseValidationError("runAsLeader arguments", issues);
+  if (issues.length > 0) throw new LeaseValidationError(`${what} arguments`, issues);
 }

@@ -7,7 +7,7 @@
 import { Elector, type ElectorOptions } from "../elector.js";
 import { LeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
-import { validateRunAsLeaderArguments } from "./options.js";
+import { validateCallbackArguments } from "./options.js";
 
 export interface LeaderContext {
   /** The fencing token of this term: pass it to every system you write to. */
@@ -42,7 +42,7 @@ export async function runAsLeader<T>(
   options: RunAsLeaderOptions,
   fn: (context: LeaderContext) => Promise<T> | T,
 ): Promise<T | undefined> {
-  validateRunAsLeaderArguments(options, fn);
+  validateCallbackArguments("runAsLeader", options, fn);
   const elector = new Elector(options);
   options.onElector?.(elector);
   return new Promise<T | undefined>((resolve, reject) => {
