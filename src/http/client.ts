@@ -302,7 +302,7 @@ export class LeaseholdClient {
 
   private async send(call: Call): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      const timeout = AbortSignal.timeout(this.timeoutMs);
+      const timeout = AbortSignal.timeout(Math.ceil(this.timeoutMs));
       const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
       try {
         const res = await this.fetch(`${this.base}${call.path}`, {
