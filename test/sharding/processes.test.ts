@@ -446,6 +446,11 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
+    // Read what it logs (a line per holder change), so a full pipe never blocks it.
+    let serverLog = "";
+    server.stderr?.on("data", (chunk: Buffer) => {
+      serverLog = (serverLog + chunk.toString()).slice(-4000);
+    });
     const serverExited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
     onTestFinished(async () => {
       server.kill("SIGKILL");
@@ -458,7 +463,7 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
         const line = out.split("\n")[0];
         if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
       });
-      void serverExited.then(() => reject(new Error("the API server exited before it listened")));
+      void serverExited.then(() => reject(new Error(`the API server exited before it listened: ${serverLog}`)));
     });
     const cluster = new Cluster(dir, "http", url);
     onTestFinished(() => cluster.close());
