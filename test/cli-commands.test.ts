@@ -1,5 +1,6 @@
 /**
- * The other `leasehold` commands and the error contract, through the real binary: status, watch,
+ * The other `leasehold` commands and the error contract, through the real binary: status (of leases
+ * and of a sharded group), watch,
  * release, serve, usage errors (exit 2) and bad store URLs. `serve` reads the same variables as
  * `npm start` (src/runtime/config.ts): each one is checked here through the binary, with the flags
  * that override them.
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LeaseholdClient } from "../src/http/client.js";
 import { type LeaseRecord, newWriteId, type Stored } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
@@ -178,6 +180,77 @@ describe("status", () => {
     const result = await procs.run(["status", "Jobs", "--store", url]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("invalid lease prefix");
+  });
+});
+
+describe("status --group", () => {
+  freshStorePerTest();
+  const group = "adapters/billing";
+
+  /** Three remote members through the API on the same SQLite file: a holds all 16, b joined, c left. */
+  beforeEach(async () => {
+    const server = await serve({ store, port: 0 });
+    try {
+      const api = new LeaseholdClient({ baseUrl: server.url });
+      const beat = (member: string, instance: string) =>
+        api.heartbeat(group, member, { instance, leaseMs: 60_000, buckets: 16 });
+      await beat("a", "i-a");
+      const c = await beat("c", "i-c");
+      await api.leave(group, "c", { instance: "i-c", session: c.session });
+      await beat("b", "i-b");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("--json: the count, each member's session and load, each bucket's owner, term and target", async () => {
+    const result = await procs.run(["status", "--group", group, "--store", url, "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const status = JSON.parse(result.stdout);
+    expect(status).toMatchObject({
+      group,
+      config: { buckets: 16, epoch: 1, previous: 0 },
+      unowned: 0,
+      balanced: false,
+    });
+    expect(status.members.map((m: Record<string, unknown>) => [m.id, m.session, m.state, m.held, m.target])).toEqual([
+      ["a", 1, "live", 16, 8],
+      ["b", 1, "live", 0, 8],
+      ["c", 1, "left", 0, 0],
+    ]);
+    expect(status.buckets).toHaveLength(16);
+    for (const b of status.buckets) expect(b).toMatchObject({ owner: "a", term: 1, state: "held" });
+    const targets = status.buckets.map((b: { target: string }) => b.target);
+    expect(targets.filter((t: string) => t === "a")).toHaveLength(8);
+    expect(targets.filter((t: string) => t === "b")).toHaveLength(8);
+  });
+
+  it("a table by default: a summary, the members, the buckets", async () => {
+    const result = await procs.run(["status", "--group", group, "--store", url]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe(`group ${group}: 16 buckets (epoch 1), 2 live members, 0 unowned, not balanced`);
+    expect(lines[1]).toMatch(/^MEMBER\s+SESSION\s+STATE\s+HELD\s+TARGET\s+WANTS\s+EXPIRES IN$/);
+    expect(lines[2]).toMatch(/^a\s+1\s+live\s+16\s+8\s+-\s+\d+(\.\d)?s$/);
+    expect(lines[4]).toMatch(/^c\s+1\s+left\s+0\s+-\s+-\s+-$/);
+    expect(lines[5]).toBe("");
+    expect(lines[6]).toMatch(/^BUCKET\s+OWNER\s+TERM\s+STATE\s+TARGET$/);
+    expect(lines.slice(7)).toHaveLength(16);
+    expect(lines[7]).toMatch(/^0\s+a\s+1\s+held\s+[ab]$/);
+  });
+
+  it("a group that does not exist is exit 1; a prefix beside --group, or a bad name, exit 2", async () => {
+    const missing = await procs.run(["status", "--group", "adapters/none", "--store", url]);
+    expect(missing).toMatchObject({ code: 1, stdout: "" });
+    expect(missing.stderr).toBe(
+      'leasehold: no group "adapters/none": its config record "adapters/none/config" does not exist\n',
+    );
+    const both = await procs.run(["status", "jobs/", "--group", group, "--store", url]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("give a prefix or --group, not both");
+    const bad = await procs.run(["status", "--group", "Adapters", "--store", url]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--group");
   });
 });
 

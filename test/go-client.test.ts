@@ -2,7 +2,8 @@
  * The document as a contract for another language: oapi-codegen v2.8.2 generates a Go client from
  * what the server serves, it compiles without a hand edit, and test/go-client/main.go acquires,
  * renews, reads, watches (Server-Sent Events into the generated WatchEvent type) and releases a
- * lease with it against the real server, with a scoped token and without auth.
+ * lease with it against the real server, then joins a sharded group as a remote member (heartbeat,
+ * leave, a refused stale heartbeat), with a scoped token and without auth.
  */
 import { execFile } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -34,9 +35,10 @@ describe.each([
     if (built) rmSync(built.dir, { recursive: true, force: true });
   });
 
-  it("acquires, renews, reads, watches and releases, each step answered as the document says", async () => {
+  it("acquires, renews, reads, watches and releases, then heartbeats and leaves a group, each step answered as the document says", async () => {
     const name = `adapters/${uniqueName("go")}`;
-    const args = ["-url", api.url, "-name", name, ...(token ? ["-token", token] : [])];
+    const group = `adapters/${uniqueName("go-group")}`;
+    const args = ["-url", api.url, "-name", name, "-group", group, ...(token ? ["-token", token] : [])];
     const { stdout } = await run(built!.binary, args, { timeout: 60_000 }).catch(
       (error: { stdout?: string; stderr?: string; message: string }) => {
         throw new Error(`the Go client failed:\n${error.stdout ?? ""}${error.stderr ?? error.message}`);
@@ -51,6 +53,9 @@ describe.each([
       "released term=1",
       "watch id=3 holder=null term=1 free=true",
       "stale renew 409 urn:leasehold:problem:conflict",
+      "heartbeat session=1 buckets=4 held=0@1,1@1,2@1,3@1 settled=true",
+      "left session=1",
+      "stale heartbeat 409 urn:leasehold:problem:session-ended",
     ]);
     // What the server holds agrees with what the Go program saw.
     const lease = await new LeaseholdClient({ baseUrl: api.url, ...(token ? { token } : {}) }).get(name);

@@ -10,6 +10,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
 import { HOLDER_PATTERN, holderSchema, NAME_PATTERN } from "../src/lease.js";
+import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../src/sharding/layout.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { TOKEN_SCOPES } from "./support/api-server.js";
 
@@ -74,7 +75,7 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
     );
     const documented = new Set(operations(doc).map((o) => `${o.method} ${o.path}`));
     expect([...served].sort()).toEqual([...documented].sort());
-    expect(documented.size).toBe(10);
+    expect(documented.size).toBe(13);
   });
 
   it("names each operation for generated code", async () => {
@@ -88,6 +89,9 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
         "putLease",
         "listLeases",
         "watchLease",
+        "heartbeatMember",
+        "confirmHandoff",
+        "leaveGroup",
         "health",
         "metrics",
         "openapiDocument",
@@ -141,7 +145,21 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
 
   it("puts the name's pattern and length on every path parameter, and says how it is encoded", async () => {
     for (const { path, op } of operations(await documentOf(app))) {
-      const name = op.parameters?.find((p) => p.in === "path");
+      const params = op.parameters?.filter((p) => p.in === "path") ?? [];
+      if (path.includes("{group}")) {
+        // A group's name is a lease name short enough for every record name of the group.
+        const [group, member] = params;
+        expect(group?.schema).toMatchObject({
+          type: "string",
+          minLength: 1,
+          maxLength: MAX_GROUP_LENGTH,
+          pattern: NAME_PATTERN.source,
+        });
+        expect(JSON.stringify(group)).toContain("%2F");
+        expect(member?.schema).toMatchObject({ type: "string", maxLength: 64, pattern: MEMBER_ID_PATTERN.source });
+        continue;
+      }
+      const name = params[0];
       if (!path.includes("{name}")) {
         expect(name).toBeUndefined();
         continue;
@@ -161,9 +179,22 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
     expect(schemas.HolderTermRequest?.properties?.term).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
     expect(schemas.RecordWrite?.properties?.term).toMatchObject({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
     expect(schemas.RecordWrite?.properties?.acquiredAt).toMatchObject({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
-    for (const body of ["AcquireRequest", "RecordWrite"]) {
+    for (const body of ["AcquireRequest", "RecordWrite", "HeartbeatRequest"]) {
       expect(schemas[body]?.properties?.leaseMs).toMatchObject({ minimum: 10, maximum: 86_400_000 });
     }
+    for (const [body, field] of [
+      ["HeartbeatRequest", "session"],
+      ["HandoffConfirmation", "session"],
+      ["HandoffConfirmation", "term"],
+      ["LeaveRequest", "session"],
+    ] as const) {
+      expect(schemas[body]?.properties?.[field], `${body}.${field}`).toMatchObject({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+      });
+    }
+    expect(schemas.HeartbeatRequest?.properties?.buckets).toMatchObject({ minimum: 1, maximum: 4096 });
+    expect(schemas.HandoffConfirmation?.properties?.bucket).toMatchObject({ minimum: 0, maximum: 4095 });
   });
 
   it("has satisfiable request bodies: one plain object each, whose required fields it defines", async () => {

@@ -14,6 +14,7 @@ import type { FieldIssue } from "../errors.js";
 import { ENTITY_TAG_PATTERN } from "../http/schemas.js";
 import type { LeaseStore, Stored } from "../lease.js";
 import { UNPAIRED_SURROGATE, validateName, validatePrefix, zodIssues } from "../lease.js";
+import { validateGroup, validateMemberId } from "../sharding/layout.js";
 import { type AuthConfig, Authorizer, type Principal, type Verb } from "./auth.js";
 import { LeaseService, toView } from "./lease-service.js";
 import { type ApiLogger, failureFields, silentLogger } from "./log.js";
@@ -22,6 +23,7 @@ import { ApiMetrics } from "./metrics.js";
 import { apiRoutes, documentParts, PROMETHEUS_TEXT, withSchemas } from "./openapi.js";
 import { resolveAppOptions } from "./options.js";
 import { PROBLEM_TYPE, ProblemError } from "./problems.js";
+import { ShardService } from "./shard-service.js";
 import { WatchHub } from "./watch-hub.js";
 
 export interface ApiLimits {
@@ -193,6 +195,33 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
       return c.json({ leases: page, next: more ? (page[page.length - 1]?.name ?? null) : null }, 200);
     },
   );
+
+  // Sharded groups (src/api/shard-service.ts): a remote member's session, hand-offs and leave.
+  // The token must cover every record of the group, `<group>/...`.
+  const shards = new ShardService(service, clock, maxSkewMs);
+  const groupMember = (c: Context) => ({
+    group: validateGroup(c.req.param("group")),
+    member: validateMemberId(c.req.param("member"), "member"),
+  });
+  const groupScoped: MiddlewareHandler<Env> = async (c, next) => {
+    allowed(c, "write", `${groupMember(c).group}/`);
+    await next();
+  };
+
+  app.openapi({ ...routes.heartbeat, middleware: [groupScoped, wellFormed] }, async (c) => {
+    const { group, member } = groupMember(c);
+    return c.json(await shards.heartbeat(group, member, c.req.valid("json")), 200);
+  });
+
+  app.openapi({ ...routes.handoff, middleware: [groupScoped, wellFormed] }, async (c) => {
+    const { group, member } = groupMember(c);
+    return c.json(await shards.confirmHandoff(group, member, c.req.valid("json")), 200);
+  });
+
+  app.openapi({ ...routes.leave, middleware: [groupScoped, wellFormed] }, async (c) => {
+    const { group, member } = groupMember(c);
+    return c.json(await shards.leave(group, member, c.req.valid("json")), 200);
+  });
 
   // Server-Sent Events: "lease" events with { lease, free }, the current state first, then every
   // change this instance makes or sees, a "free" event at the instant the lease expires

@@ -80,6 +80,31 @@ export class LeaseService {
     }
   }
 
+  /** Every record under `prefix`, in name order (a sharded group's members or buckets). */
+  async listAll(prefix: string): Promise<Stored[]> {
+    if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
+    const out: Stored[] = [];
+    try {
+      for await (const stored of this.store.list(prefix)) out.push(stored);
+    } catch (error) {
+      throw storeProblem("list", error);
+    }
+    return out;
+  }
+
+  /**
+   * A compare-and-swap decided elsewhere (the sharding routes): checked against the term rules,
+   * then written through the write path like every other write of this service.
+   */
+  async writeChecked(
+    name: string,
+    next: LeaseRecord,
+    current: Stored | null,
+  ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
+    enforceTermRules(name, current, next);
+    return this.write(name, next, current);
+  }
+
   async acquire(
     name: string,
     req: { holder: string; leaseMs: number; metadata?: Record<string, string> | undefined },

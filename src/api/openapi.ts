@@ -11,11 +11,18 @@ import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { z } from "zod";
 import {
   AcquireBody,
+  HandoffBody,
+  HandoffResult,
   Health,
+  Heartbeat,
+  HeartbeatBody,
   LeaseList,
   LeaseResult,
   Lease as LeaseSchema,
+  LeaveBody,
   ListQuery,
+  MemberLeft,
+  MemberParams,
   NameParam,
   Problem,
   RecordBody,
@@ -151,6 +158,8 @@ export function apiRoutes(secured: boolean) {
   const leaseWithTag = (description: string) => ({ ...json(LeaseSchema, description), headers: etag });
   const resultWithTag = (description: string) => ({ ...json(LeaseResult, description), headers: etag });
   const name = "$request.path.name";
+  const group = "$request.path.group";
+  const member = "$request.path.member";
   const holderTerm = { holder: "$request.body#/holder", term: "$response.body#/lease/term" };
 
   return {
@@ -298,6 +307,102 @@ export function apiRoutes(secured: boolean) {
       request: { params: NameParam },
       responses: { 200: watchStream, 400: invalid, ...auth, ...failures },
     } satisfies RouteConfig,
+    heartbeat: createRoute({
+      method: "post",
+      path: "/v1/groups/{group}/members/{member}/heartbeat",
+      operationId: "heartbeatMember",
+      tags: ["sharding"],
+      summary:
+        "Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it",
+      description: [
+        "The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false.",
+        "Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only",
+        "until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded;",
+        "never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff.",
+        "The token's prefixes must cover the group's records (`<group>/`).",
+      ].join(" "),
+      ...security,
+      request: { params: MemberParams, ...body(HeartbeatBody) },
+      responses: {
+        200: {
+          ...json(Heartbeat, "The session is renewed (or started): work on `held` until your own deadline"),
+          links: {
+            renew: {
+              operationId: "heartbeatMember",
+              parameters: { group, member },
+              requestBody: {
+                instance: "$request.body#/instance",
+                session: "$response.body#/session",
+                leaseMs: "$request.body#/leaseMs",
+              },
+            },
+            // A member may give up a bucket it holds on its own too: the server decides where it goes.
+            confirm: {
+              operationId: "confirmHandoff",
+              parameters: { group, member },
+              requestBody: {
+                instance: "$request.body#/instance",
+                session: "$response.body#/session",
+                bucket: "$response.body#/held/0/bucket",
+                term: "$response.body#/held/0/term",
+              },
+            },
+            leave: {
+              operationId: "leaveGroup",
+              parameters: { group, member },
+              requestBody: { instance: "$request.body#/instance", session: "$response.body#/session" },
+            },
+          },
+        },
+        400: invalid,
+        ...auth,
+        404: problem("The group does not exist and the request has no `buckets` to start it with"),
+        409: problem(
+          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id",
+        ),
+        ...withBody,
+        ...failures,
+      },
+    }),
+    handoff: createRoute({
+      method: "post",
+      path: "/v1/groups/{group}/members/{member}/handoff",
+      operationId: "confirmHandoff",
+      tags: ["sharding"],
+      summary:
+        "Confirm that a member's work on a bucket it was asked to give up has stopped: the bucket moves on with term + 1",
+      ...security,
+      request: { params: MemberParams, ...body(HandoffBody) },
+      responses: {
+        200: json(HandoffResult, "Where the bucket went"),
+        400: invalid,
+        ...auth,
+        404: problem("The group does not exist"),
+        409: problem(
+          "`bucket-not-held`: the member does not hold the bucket at that term (already moved on); `session-ended` or `member-in-use` as for heartbeatMember",
+        ),
+        ...withBody,
+        ...failures,
+      },
+    }),
+    leave: createRoute({
+      method: "post",
+      path: "/v1/groups/{group}/members/{member}/leave",
+      operationId: "leaveGroup",
+      tags: ["sharding"],
+      summary:
+        "End a member's session once all its work has stopped (graceful leave): every bucket it held is free at once (idempotent)",
+      ...security,
+      request: { params: MemberParams, ...body(LeaveBody) },
+      responses: {
+        200: json(MemberLeft, "The session is over (or already was, left by this call or an earlier one)"),
+        400: invalid,
+        ...auth,
+        409: problem("`session-ended` or `member-in-use` as for heartbeatMember"),
+        ...withBody,
+        ...failures,
+      },
+    }),
     health: {
       method: "get",
       path: "/healthz",

@@ -130,12 +130,26 @@ Examples:
 
   program
     .command("status")
-    .description("list leases under a prefix: holder, term, time to expiry")
+    .description("list leases under a prefix (holder, term, time to expiry), or a sharded group's buckets (--group)")
     .argument("[prefix]", "lease name prefix", "")
     .addOption(storeOption())
-    .option("--json", "print a JSON array", false)
+    .option("--group <name>", "show a sharded group: members, each bucket's owner, term and target")
+    .option("--json", "print JSON (an array of leases, or the group's status object)", false)
     .action(async (prefix: string, opts) => {
-      setExitCode(await statusCommand({ store: storeOf(io, opts.store), prefix, json: opts.json === true }, io));
+      if (opts.group !== undefined && prefix !== "") {
+        throw new LeaseValidationError("status arguments", [
+          {
+            path: "--group",
+            message: `give a prefix or --group, not both (got prefix ${JSON.stringify(prefix)} and --group ${JSON.stringify(opts.group)})`,
+          },
+        ]);
+      }
+      setExitCode(
+        await statusCommand(
+          { store: storeOf(io, opts.store), prefix, group: opts.group, json: opts.json === true },
+          io,
+        ),
+      );
     });
 
   program

@@ -4,18 +4,29 @@
  *
  * Retries only where they are safe: reads, and acquire / renew / release, which the server makes
  * idempotent for the same holder (a repeated acquire by the holder renews, a repeated release of
- * the same term is a no-op). The raw compare-and-swap `put` is never retried: a retry of a write
- * that applied would come back as a conflict and hide the success.
+ * the same term is a no-op), and a sharded member's heartbeat and leave (the server recognises the
+ * member's `instance`). The raw compare-and-swap `put` is never retried: a retry of a write that
+ * applied would come back as a conflict and hide the success; nor is a hand-off confirmation, whose
+ * retry after it applied would answer 409 `bucket-not-held`.
  */
 import type { z } from "zod";
 import { LeaseholdApiError } from "../errors.js";
 import {
+  type HandoffConfirmation,
+  HandoffResult,
+  type HandoffResultView,
+  Heartbeat,
+  type HeartbeatRequest,
+  type HeartbeatView,
   Lease,
   LeaseList,
   type LeaseListView,
   LeaseResult,
   type LeaseResultView,
   type LeaseView,
+  type LeaveRequest,
+  MemberLeft,
+  type MemberLeftView,
   Problem,
   type ProblemView,
   type RecordWrite,
@@ -154,6 +165,57 @@ export class LeaseholdClient {
     return this.parse(res, Lease);
   }
 
+  static memberPath(group: string, member: string): string {
+    return `/v1/groups/${encodeURIComponent(group)}/members/${encodeURIComponent(member)}`;
+  }
+
+  /**
+   * A sharded member's heartbeat (docs/sharding.md, "Over HTTP"): renews (or, without `session`,
+   * starts) its session and answers the buckets it may work on and the hand-offs asked of it.
+   * Note your monotonic clock before calling: the answer is good until that instant + leaseMs -
+   * your safety margin, however late it arrives. A 409 (`LeaseholdApiError`, `problem.type` ending
+   * `session-ended` or `member-in-use`) means: stop all work.
+   */
+  async heartbeat(group: string, member: string, body: HeartbeatRequest, signal?: AbortSignal): Promise<HeartbeatView> {
+    const res = await this.send({
+      method: "POST",
+      path: `${LeaseholdClient.memberPath(group, member)}/heartbeat`,
+      body,
+      retry: true,
+      signal,
+    });
+    return this.parse(res, Heartbeat);
+  }
+
+  /** The work on a bucket listed in `handoffs` has stopped: the server moves the bucket on. */
+  async confirmHandoff(
+    group: string,
+    member: string,
+    body: HandoffConfirmation,
+    signal?: AbortSignal,
+  ): Promise<HandoffResultView> {
+    const res = await this.send({
+      method: "POST",
+      path: `${LeaseholdClient.memberPath(group, member)}/handoff`,
+      body,
+      retry: false,
+      signal,
+    });
+    return this.parse(res, HandoffResult);
+  }
+
+  /** Graceful leave, once all the member's work has stopped: its buckets are free at once. */
+  async leave(group: string, member: string, body: LeaveRequest, signal?: AbortSignal): Promise<MemberLeftView> {
+    const res = await this.send({
+      method: "POST",
+      path: `${LeaseholdClient.memberPath(group, member)}/leave`,
+      body,
+      retry: true,
+      signal,
+    });
+    return this.parse(res, MemberLeft);
+  }
+
   /**
    * Server-Sent Events of one lease: the current state first, then each change. A dropped
    * connection is resumed with `Last-Event-ID` (the revision last seen), so the server sends only
@@ -240,7 +302,7 @@ export class LeaseholdClient {
 
   private async send(call: Call): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      const timeout = AbortSignal.timeout(this.timeoutMs);
+      const timeout = AbortSignal.timeout(Math.ceil(this.timeoutMs));
       const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
       try {
         const res = await this.fetch(`${this.base}${call.path}`, {

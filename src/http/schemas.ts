@@ -24,6 +24,8 @@ import {
   NAME_PATTERN,
   prefixSchema,
 } from "../lease.js";
+import { MAX_BUCKETS } from "../sharding/bucket-of.js";
+import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
 
 /** 2^53-1: beyond it a JSON number no longer names one integer (9007199254740993 reads as ...992). */
 export const MAX_WIRE_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -229,6 +231,191 @@ export const WatchEvent = z
 
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 
+// ---- sharded groups (docs/sharding.md, "Over HTTP") ----
+
+/** A group name: the lease-name rule, short enough that every record name of the group fits. */
+const groupError = `expected 1-${MAX_GROUP_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`;
+const wireGroup = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty group name", abort: true })
+  .max(MAX_GROUP_LENGTH, { error: `expected at most ${MAX_GROUP_LENGTH} characters`, abort: true })
+  .regex(NAME_PATTERN, { error: groupError });
+
+const wireMember = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty member id", abort: true })
+  .max(64, { error: "expected at most 64 characters", abort: true })
+  .regex(MEMBER_ID_PATTERN, {
+    error: "expected 1-64 characters of a-z 0-9 . _ -, starting and ending with a letter or digit",
+  });
+
+export const MemberParams = z.object({
+  group: wireGroup.meta({
+    param: {
+      name: "group",
+      in: "path",
+      description: `The group name (1-${MAX_GROUP_LENGTH} characters of a-z 0-9 . _ / -), percent-encoded as one path segment like a lease name (adapters/billing is adapters%2Fbilling). Its records are <group>/config, <group>/members/<id> and <group>/buckets/<i>`,
+    },
+    example: "adapters/billing",
+  }),
+  member: wireMember.meta({
+    param: {
+      name: "member",
+      in: "path",
+      description:
+        "The member id, unique in the group and stable across restarts (a pod or host name): 1-64 characters of a-z 0-9 . _ -",
+    },
+    example: "billing-0",
+  }),
+});
+
+/** A process's own random id: tells its session from one of another process using the same member id. */
+export const INSTANCE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+const instance = z
+  .string({ error: "expected a string" })
+  .regex(INSTANCE_PATTERN, { error: "expected 1-64 characters of A-Z a-z 0-9 . _ : - (a random id, e.g. a UUID)" })
+  .meta({
+    description:
+      "A random id this process picks once when it starts (a UUID) and sends with every call: the server renews a session only for the instance that started it, so two processes given the same member id never share one",
+    example: "0b6f4c1e-7d2a-4a47-9a55-3f7e1a2c9d10",
+  });
+
+const sessionTerm = term(1).meta({
+  description: "The member's session number: +1 for every new session of this member id",
+});
+
+const bucketIndex = wholeNumber(0, MAX_BUCKETS - 1, {
+  type: "expected a bucket number",
+  min: "expected a bucket number of at least 0",
+  max: `expected a bucket number below ${MAX_BUCKETS}`,
+  int: "expected a whole number",
+}).meta({ description: "A bucket index, 0 to N - 1" });
+
+const bucketTerm = term(1).meta({
+  description:
+    "The bucket's fencing token: +1 on every change of owner or session; send it with every write for the bucket's keys",
+});
+
+export const HeartbeatBody = z
+  .strictObject({
+    instance,
+    session: sessionTerm
+      .optional()
+      .meta({ description: "The session this process holds, from the last heartbeat's answer; omit it to start one" }),
+    leaseMs: leaseMs.meta({
+      description:
+        "How long the session is valid after each heartbeat (ms). Stop all work at your own monotonic clock's `sentAt + leaseMs - safetyMs`",
+      example: 15000,
+    }),
+    buckets: wholeNumber(1, MAX_BUCKETS, {
+      type: "expected a number of buckets",
+      min: "expected at least 1 bucket",
+      max: `expected at most ${MAX_BUCKETS} buckets`,
+      int: "expected a whole number",
+    })
+      .optional()
+      .meta({
+        description:
+          "The bucket count a new group starts with; an existing group keeps its own (changing it is `reshard`)",
+        example: 16,
+      }),
+  })
+  .meta({
+    id: "HeartbeatRequest",
+    description: "Renew (or start) this member's session and learn what it holds and what it is asked to give up",
+  });
+
+export const HandoffBody = z
+  .strictObject({
+    instance,
+    session: sessionTerm,
+    bucket: bucketIndex,
+    term: bucketTerm,
+  })
+  .meta({
+    id: "HandoffConfirmation",
+    description:
+      "The work on `bucket` at `term` has stopped (it was in `handoffs`): the server moves the bucket on with term + 1",
+  });
+
+export const LeaveBody = z.strictObject({ instance, session: sessionTerm }).meta({
+  id: "LeaveRequest",
+  description: "All work of this session has stopped: end the session, freeing every bucket it held",
+});
+
+const memberId = wireMember.meta({ description: "A member id" });
+const groupName = wireGroup.meta({ description: "The group", example: "adapters/billing" });
+
+export const HeldBucket = z
+  .object({ bucket: bucketIndex, term: bucketTerm })
+  .meta({ id: "HeldBucket", description: "A bucket this member may work on, with its fencing token" });
+
+export const AskedHandoff = z
+  .object({
+    bucket: bucketIndex,
+    term: bucketTerm,
+    to: memberId
+      .nullable()
+      .meta({ description: "The member the bucket goes to, or null when it is released (the bucket count changed)" }),
+    reason: z.enum(["handoff", "resharded"]).meta({
+      description: "handoff: the balanced assignment gives it to `to`; resharded: the bucket count changed",
+    }),
+  })
+  .meta({
+    id: "AskedHandoff",
+    description: "A bucket this member still holds and must give up: stop its work, then confirm (confirmHandoff)",
+  });
+
+export const Heartbeat = z
+  .object({
+    group: groupName,
+    member: memberId,
+    session: sessionTerm,
+    leaseMs,
+    buckets: wholeNumber(1, MAX_BUCKETS, {
+      type: "expected a number",
+      min: "expected at least 1",
+      max: `expected at most ${MAX_BUCKETS}`,
+      int: "expected a whole number",
+    }).meta({ description: "The group's bucket count N: a key belongs to bucketOf(key, N)" }),
+    epoch: term(1).meta({ description: "The config epoch: +1 each time the bucket count changes" }),
+    held: z.array(HeldBucket).meta({
+      description:
+        "Work on exactly these buckets, each with its term, until sentAt + leaseMs - safetyMs on your monotonic clock (sentAt: when you sent this heartbeat); anything not listed, stop",
+    }),
+    handoffs: z.array(AskedHandoff).meta({
+      description: "Buckets to stop working on now; confirm each (confirmHandoff) once its work has stopped",
+    }),
+    members: z.array(memberId).meta({ description: "The live members the assignment is computed over" }),
+    unowned: wholeNumber(0, MAX_BUCKETS, {
+      type: "expected a number",
+      min: "expected at least 0",
+      max: `expected at most ${MAX_BUCKETS}`,
+      int: "expected a whole number",
+    }).meta({ description: "Buckets nobody is working on, as this server sees the group" }),
+    settled: z.boolean().meta({
+      description:
+        "Every bucket is owned as the balanced assignment says and nothing is moving: heartbeat every renewal interval; while false, sooner (the retry interval)",
+    }),
+  })
+  .meta({ id: "Heartbeat", description: "What a member holds and is asked to give up, after its session was renewed" });
+
+export const HandoffResult = z
+  .object({
+    bucket: bucketIndex,
+    outcome: z.enum(["transferred", "released", "kept"]).meta({
+      description:
+        "transferred: given to `holder`; released: free for its next owner; kept: the assignment gives it back to you at a new term (listed in `held` by the next heartbeat)",
+    }),
+    holder: memberId.nullable().meta({ description: "Who holds the bucket now (null: free)" }),
+    term: term(0).meta({ description: "The bucket's term now" }),
+  })
+  .meta({ id: "HandoffResult", description: "Where the bucket went" });
+
+export const MemberLeft = z
+  .object({ group: groupName, member: memberId, session: sessionTerm })
+  .meta({ id: "MemberLeft", description: "The session ended: every bucket it held is free for the others" });
+
 /** What the raw OpenAPI parts of the document (headers, SSE) say, from the same sources as the checks. */
 export const wirePatterns = { entityTag } as const;
 
@@ -238,3 +425,9 @@ export type LeaseListView = z.infer<typeof LeaseList>;
 export type ProblemView = z.infer<typeof Problem>;
 export type RecordWrite = z.infer<typeof RecordBody>;
 export type WatchEventView = z.infer<typeof WatchEvent>;
+export type HeartbeatRequest = z.infer<typeof HeartbeatBody>;
+export type HeartbeatView = z.infer<typeof Heartbeat>;
+export type HandoffConfirmation = z.infer<typeof HandoffBody>;
+export type HandoffResultView = z.infer<typeof HandoffResult>;
+export type LeaveRequest = z.infer<typeof LeaveBody>;
+export type MemberLeftView = z.infer<typeof MemberLeft>;

@@ -9,6 +9,14 @@ export { BucketLostError, type RevokeReason } from "../errors.js";
 export { type AssignmentInput, quotas, rendezvousScore, targetAssignment } from "./assignment.js";
 export { bucketOf, fnv1a64, jumpHash, MAX_BUCKETS } from "./bucket-of.js";
 export {
+  type BucketState,
+  type BucketStatus,
+  type GroupStatus,
+  groupStatus,
+  type MemberState,
+  type MemberStatus,
+} from "./group-status.js";
+export {
   type BucketInfo,
   bucketName,
   bucketsPrefix,

@@ -9,13 +9,14 @@
  * - `<group>/members/<id>`: one member's session. holder = the member id while a session runs,
  *   null once it ended (released on leave, or fenced by another member after it expired);
  *   term = the session's number (+1 per new session). metadata `wants` lists the buckets this
- *   member asks their owners to hand over; `fenced` names who ended an expired session.
+ *   member asks their owners to hand over; `fenced` names who ended an expired session; `instance`
+ *   names the process of a member that heartbeats over HTTP (src/api/shard-service.ts).
  * - `<group>/buckets/<index>`: one bucket. holder = the owning member id (null: free);
  *   term = the bucket's fencing token (+1 on every change of owner or session); metadata
  *   `session` = the owner's session term the bucket is held under, `held` = the config epoch the
  *   holding began in, `epoch` = the newest config epoch stamped on the record.
  *
- * Pure and runtime-neutral: the HTTP API's sharding routes can read the same records.
+ * Pure and runtime-neutral: the HTTP API's sharding routes read and write the same records.
  */
 import { LeaseValidationError } from "../errors.js";
 import { type LeaseRecord, MAX_NAME_LENGTH, NAME_PATTERN, newWriteId, type Stored } from "../lease.js";

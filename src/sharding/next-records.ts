@@ -1,7 +1,7 @@
 /**
  * What each sharding write puts in the store: the next record, built from the one it replaces.
- * Pure and runtime-neutral, so the sharded elector, `reshard` and (later) the HTTP API's sharding
- * routes write exactly the same records. Every one keeps the term rules the API enforces
+ * Pure and runtime-neutral, so the sharded elector, `reshard` and the HTTP API's sharding routes
+ * (src/api/shard-service.ts) write exactly the same records. Every one keeps the term rules the API enforces
  * (src/term-rules.ts): a new holder or session takes term + 1, a stamp keeps holder and term, a
  * release and a fence keep the term. The caller writes it by compare-and-swap on the revision of
  * the record it was built from.

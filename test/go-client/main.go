@@ -1,9 +1,10 @@
-// Acquires, renews, reads, watches and releases one lease against a running leasehold API, through
-// the client oapi-codegen generated from the document that server serves (package leaseholdapi,
-// generated next to this file by test/go-client.test.ts; never edited by hand). One line per step
-// on stdout; any surprise is a message on stderr and exit status 1.
+// Acquires, renews, reads, watches and releases one lease against a running leasehold API, then
+// joins a sharded group as a remote member (heartbeat, leave), through the client oapi-codegen
+// generated from the document that server serves (package leaseholdapi, generated next to this
+// file by test/go-client.test.ts; never edited by hand). One line per step on stdout; any surprise
+// is a message on stderr and exit status 1.
 //
-//	go-client -url http://127.0.0.1:8787 [-token T] -name adapters/go-1
+//	go-client -url http://127.0.0.1:8787 [-token T] -name adapters/go-1 -group adapters/go-group-1
 package main
 
 import (
@@ -26,14 +27,15 @@ func main() {
 	url := flag.String("url", "", "base URL of the leasehold API")
 	token := flag.String("token", "", "bearer token (empty: a server without auth)")
 	name := flag.String("name", "", "lease name")
+	group := flag.String("group", "", "sharded group name")
 	flag.Parse()
-	if err := run(*url, *token, *name); err != nil {
+	if err := run(*url, *token, *name, *group); err != nil {
 		fmt.Fprintln(os.Stderr, "go-client:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, token, name string) error {
+func run(url, token, name, group string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client, err := leaseholdapi.NewClientWithResponses(url, leaseholdapi.WithRequestEditorFn(
@@ -120,6 +122,50 @@ func run(url, token, name string) error {
 		return unexpected("stale renew", stale.HTTPResponse, stale.Body)
 	}
 	fmt.Printf("stale renew %d %s\n", stale.ApplicationproblemJSON409.Status, stale.ApplicationproblemJSON409.Type)
+	return shard(ctx, client, group)
+}
+
+// shard is a remote member's life in a sharded group: the first heartbeat starts the group and
+// its session, the answer lists the buckets held with their terms; leave ends the session.
+func shard(ctx context.Context, client *leaseholdapi.ClientWithResponses, group string) error {
+	const member, instance = "go-member", "go-instance-1"
+	buckets := 4
+	beat, err := client.HeartbeatMemberWithResponse(ctx, group, member, leaseholdapi.HeartbeatRequest{
+		Instance: instance, LeaseMs: 15000, Buckets: &buckets,
+	})
+	if err != nil {
+		return err
+	}
+	if beat.JSON200 == nil {
+		return unexpected("heartbeat", beat.HTTPResponse, beat.Body)
+	}
+	terms := make([]string, 0, len(beat.JSON200.Held))
+	for _, held := range beat.JSON200.Held {
+		terms = append(terms, fmt.Sprintf("%d@%d", held.Bucket, held.Term))
+	}
+	fmt.Printf("heartbeat session=%d buckets=%d held=%s settled=%t\n", beat.JSON200.Session, beat.JSON200.Buckets,
+		strings.Join(terms, ","), beat.JSON200.Settled)
+
+	session := beat.JSON200.Session
+	left, err := client.LeaveGroupWithResponse(ctx, group, member, leaseholdapi.LeaveRequest{Instance: instance, Session: session})
+	if err != nil {
+		return err
+	}
+	if left.JSON200 == nil {
+		return unexpected("leave", left.HTTPResponse, left.Body)
+	}
+	fmt.Printf("left session=%d\n", left.JSON200.Session)
+
+	stale, err := client.HeartbeatMemberWithResponse(ctx, group, member, leaseholdapi.HeartbeatRequest{
+		Instance: instance, LeaseMs: 15000, Session: &session,
+	})
+	if err != nil {
+		return err
+	}
+	if stale.ApplicationproblemJSON409 == nil {
+		return unexpected("stale heartbeat", stale.HTTPResponse, stale.Body)
+	}
+	fmt.Printf("stale heartbeat %d %s\n", stale.ApplicationproblemJSON409.Status, stale.ApplicationproblemJSON409.Type)
 	return nil
 }
 

@@ -1,0 +1,503 @@
+/**
+ * Sharded groups over HTTP (docs/sharding.md, "Over HTTP"; docs/design.md §5, §8): the server is
+ * the coordinator loop of a remote member. The API is stateless, so every call starts from the
+ * records: it reads the group's config, lists its members and buckets, renews the caller's session
+ * by compare-and-swap, runs the library's own planner (`planShards`) for the caller, and carries
+ * out what the planner proposes with the library's own record builders (src/sharding/next-records.ts).
+ * Every write goes through the write path and is checked against the term rules
+ * (`LeaseService.writeChecked`), whatever the token allows.
+ *
+ * What differs from the library, and why it stays safe:
+ * - Expiry is judged by the record's own stamps, `renewedAt + leaseMs + maxSkewMs` against this
+ *   server's wall clock (docs/design.md §3, the stateless rule), and passed to the planner as its
+ *   `expired` input. An expired member is fenced (its record released at the revision read) before
+ *   any of its buckets is taken, as the library does.
+ * - The server cannot know what a remote member is working on, so it treats every bucket the
+ *   member holds under its current session as running: it never writes one away on its own.
+ *   Moving one needs the member's confirmation that its work has stopped (`confirmHandoff`), or
+ *   the end of its session (leave, or expiry and a fence).
+ * - "The view has been stable for `settleMs`" is judged from the member records' stamps (when each
+ *   live session began, when each ended or expired), with the caller's `leaseMs` as `settleMs`.
+ *   Stability only gates hand-off requests, which need the owner's cooperation: a wrong judgement
+ *   can move a bucket early or late, never give it to two members.
+ * - The member's session window is the member's own business: it stops all work at its own
+ *   monotonic `sentAt + leaseMs - safetyMs`; nothing the server answers extends that.
+ *
+ * Runtime-neutral.
+ */
+import type { Clock } from "../clock.js";
+import type {
+  HandoffConfirmation,
+  HandoffResultView,
+  HeartbeatRequest,
+  HeartbeatView,
+  LeaveRequest,
+  MemberLeftView,
+} from "../http/schemas.js";
+import { type LeaseRecord, newWriteId, type Stored } from "../lease.js";
+import {
+  type BucketInfo,
+  bucketsPrefix,
+  configName,
+  configRecord,
+  decodeBucket,
+  decodeConfig,
+  decodeMember,
+  type GroupConfig,
+  type MemberInfo,
+  memberMetadata,
+  memberName,
+  membersPrefix,
+} from "../sharding/layout.js";
+import {
+  claimRecord,
+  fenceRecord,
+  freeBucketRecord,
+  releaseRecord,
+  stampRecord,
+  transferRecord,
+} from "../sharding/next-records.js";
+import { type Plan, planShards } from "../sharding/plan.js";
+import type { LeaseService } from "./lease-service.js";
+import { ProblemError } from "./problems.js";
+
+/** A lost race is decided again on the fresh records this many times before the caller is told to retry. */
+const ATTEMPTS = 4;
+/** The most buckets one heartbeat takes, so a call stays short on a big group; the rest at the next. */
+export const CLAIMS_PER_CALL = 256;
+/** Writes of one call run this many at a time. */
+const PARALLEL_WRITES = 8;
+
+interface Group {
+  config: GroupConfig;
+  members: Map<string, MemberInfo>;
+  buckets: Map<number, BucketInfo>;
+}
+
+type SessionStep = { kind: "renew" | "start"; term: number };
+
+export class ShardService {
+  constructor(
+    private readonly leases: LeaseService,
+    private readonly clock: Clock,
+    private readonly maxSkewMs: number,
+  ) {}
+
+  /**
+   * Renews (or starts) `member`'s session, takes what the assignment gives it, fences expired
+   * members, and answers what it holds and what it is asked to give up.
+   */
+  async heartbeat(group: string, member: string, req: HeartbeatRequest): Promise<HeartbeatView> {
+    const name = memberName(group, member);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const state = await this.read(group, { buckets: req.buckets, leaseMs: req.leaseMs });
+      const wall = this.clock.wallNow();
+      const mine = state.members.get(member);
+      const step = this.sessionStep(group, member, mine, req, wall);
+      const before = this.plan(state, member, step.term, req.leaseMs, wall);
+      if (before.staleConfig) continue; // a re-shard under way: read the config again
+      const next = sessionRecord(name, member, step, mine, req, memberMetadata(before.wants), wall);
+      const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null);
+      if (outcome.kind === "lost") continue;
+      state.members.set(member, decodeMember(group, outcome.stored)!);
+      const complete = await this.act(group, state, member, step.term, req.leaseMs, before, wall);
+      return this.answer(group, member, state, step.term, req.leaseMs, complete);
+    }
+    throw changedTooOften(group);
+  }
+
+  /**
+   * `member` has stopped working on `bucket` at `term`: the bucket moves on as the assignment
+   * says now (to the member that asked for it, back to this member at term + 1, or free).
+   */
+  async confirmHandoff(group: string, member: string, req: HandoffConfirmation): Promise<HandoffResultView> {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const state = await this.read(group);
+      const wall = this.clock.wallNow();
+      const mine = this.requireSession(group, member, state.members.get(member), req, wall);
+      const b = state.buckets.get(req.bucket);
+      if (!b || b.holder !== member || b.session !== req.session || b.term !== req.term) {
+        throw new ProblemError(
+          "bucket-not-held",
+          `bucket ${req.bucket} of group "${group}" is not held by "${member}" at term ${req.term} under session ${req.session}${b ? ` (it is ${b.holder === null ? "free" : `held by "${b.holder}"`} at term ${b.term})` : " (it has no record)"}: nothing to hand off`,
+        );
+      }
+      const plan = this.plan(state, member, req.session, mine.leaseMs, wall, { bucket: req.bucket, term: req.term });
+      if (plan.staleConfig) continue;
+      const config = state.config;
+      const claim = plan.claims.find((c) => c.bucket === b.index);
+      const transfer = plan.transfers.find((t) => t.current.index === b.index);
+      let outcome: HandoffResultView["outcome"];
+      let next: LeaseRecord;
+      if (claim) {
+        outcome = "kept";
+        next = claimRecord(
+          group,
+          b.index,
+          b,
+          { holder: member, session: req.session, epoch: config.epoch, leaseMs: mine.leaseMs },
+          wall,
+        );
+      } else if (transfer) {
+        outcome = "transferred";
+        next = transferRecord(b, { holder: transfer.to, session: transfer.session, epoch: config.epoch }, wall);
+      } else {
+        // Whatever else the planner says (release, or nothing while a re-shard settles): the work
+        // has stopped, so the bucket is made free for whoever the assignment names.
+        outcome = "released";
+        next = releaseRecord(b, config.epoch, wall);
+      }
+      const written = await this.leases.writeChecked(next.name, next, b.stored);
+      if (written.kind === "lost") continue;
+      const r = written.stored.record;
+      return { bucket: b.index, outcome, holder: r.holder, term: r.term };
+    }
+    throw changedTooOften(group);
+  }
+
+  /** Ends `member`'s session (holder null, term kept): every bucket it held is free at once. */
+  async leave(group: string, member: string, req: LeaveRequest): Promise<MemberLeftView> {
+    const name = memberName(group, member);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const stored = await this.leases.get(name);
+      const mine = stored ? decodeMember(group, stored) : undefined;
+      // Idempotent: a repeated leave of the same session finds it over.
+      if (mine && mine.holder === null && mine.term === req.session) return { group, member, session: req.session };
+      const wall = this.clock.wallNow();
+      const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
+      if (!mine || mine.holder !== member || mine.term !== req.session || instanceOf(mine) !== req.instance) {
+        if (live && instanceOf(mine) !== req.instance) throw memberInUse(group, member, mine);
+        throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
+      }
+      const next: LeaseRecord = {
+        ...mine.stored.record,
+        holder: null,
+        metadata: {},
+        renewedAt: wall,
+        writeId: newWriteId(),
+      };
+      const outcome = await this.leases.writeChecked(name, next, mine.stored);
+      if (outcome.kind === "applied") return { group, member, session: req.session };
+    }
+    throw changedTooOften(group);
+  }
+
+  // ---- reading the group ----
+
+  private async read(group: string, create?: { buckets: number | undefined; leaseMs: number }): Promise<Group> {
+    const config = await this.config(group, create);
+    const members = new Map<string, MemberInfo>();
+    for (const stored of await this.leases.listAll(membersPrefix(group))) {
+      const m = decodeMember(group, stored);
+      if (m) members.set(m.id, m);
+    }
+    const buckets = new Map<number, BucketInfo>();
+    for (const stored of await this.leases.listAll(bucketsPrefix(group))) {
+      const b = decodeBucket(group, stored);
+      if (b) buckets.set(b.index, b);
+    }
+    return { config, members, buckets };
+  }
+
+  /** The group's config; created with `create.buckets` when the group does not exist yet. */
+  private async config(group: string, create?: { buckets: number | undefined; leaseMs: number }): Promise<GroupConfig> {
+    const name = configName(group);
+    let stored: Stored | null = await this.leases.get(name);
+    if (!stored) {
+      if (create?.buckets === undefined) {
+        throw new ProblemError(
+          "not-found",
+          `group "${group}" does not exist${create ? ": send buckets (the count it starts with) to start it" : ""}`,
+        );
+      }
+      const fresh = configRecord(
+        group,
+        { buckets: create.buckets, epoch: 1, previous: 0 },
+        create.leaseMs,
+        this.clock.wallNow(),
+      );
+      const outcome = await this.leases.writeChecked(name, fresh, null);
+      stored = outcome.kind === "applied" ? outcome.stored : (outcome.current ?? (await this.leases.get(name)));
+      if (!stored) throw changedTooOften(group);
+    }
+    const config = decodeConfig(stored.record);
+    // Never overwritten: an operator must look (or rewrite it with reshard()).
+    if (!config) {
+      throw new ProblemError(
+        "corrupt",
+        `the config record "${name}" is unreadable: expected metadata buckets (1-4096), epoch (>= 1) and previous as whole numbers`,
+      );
+    }
+    return config;
+  }
+
+  // ---- deciding ----
+
+  /** What the session write is: a renewal of the caller's own live session, or a new one. */
+  private sessionStep(
+    group: string,
+    member: string,
+    mine: MemberInfo | undefined,
+    req: HeartbeatRequest,
+    wall: number,
+  ): SessionStep {
+    const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
+    const ours = live && instanceOf(mine) === req.instance;
+    if (req.session !== undefined) {
+      if (ours && mine.term === req.session) return { kind: "renew", term: mine.term };
+      if (live && !ours) throw memberInUse(group, member, mine);
+      throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
+    }
+    // A start whose answer was lost is recognised by its instance and renewed, not refused.
+    if (ours) return { kind: "renew", term: mine.term };
+    if (live) throw memberInUse(group, member, mine);
+    return { kind: "start", term: (mine?.term ?? 0) + 1 };
+  }
+
+  /** The caller's live session, the one it names from its own instance; otherwise the problem. */
+  private requireSession(
+    group: string,
+    member: string,
+    mine: MemberInfo | undefined,
+    req: { instance: string; session: number },
+    wall: number,
+  ): MemberInfo {
+    const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
+    if (live && instanceOf(mine) !== req.instance) throw memberInUse(group, member, mine);
+    if (live && mine.term === req.session) return mine;
+    throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
+  }
+
+  /**
+   * The planner run for `member` under `session`. Every bucket it holds under that session counts
+   * as running (`tenures`), except one whose work it has just confirmed stopped (`ended`).
+   */
+  private plan(
+    state: Group,
+    member: string,
+    session: number,
+    settleMs: number,
+    wall: number,
+    ended?: { bucket: number; term: number },
+  ): Plan {
+    const expired = new Set<string>();
+    for (const m of state.members.values()) {
+      if (m.id !== member && m.holder !== null && this.leases.isFree(m.stored.record, wall)) expired.add(m.id);
+    }
+    const tenures = new Map<number, number>();
+    for (const b of state.buckets.values()) {
+      if (b.holder === member && b.session === session && b.index !== ended?.bucket) tenures.set(b.index, b.term);
+    }
+    return planShards({
+      me: member,
+      session,
+      config: state.config,
+      members: state.members,
+      expired,
+      buckets: state.buckets,
+      tenures,
+      lastEnded: ended ? new Map([[ended.bucket, ended.term]]) : new Map(),
+      stable: wall - this.viewChangedAt(state.members, wall) >= settleMs,
+      batch: Math.max(1, Math.ceil(state.config.buckets / 8)),
+      wants: state.members.get(member)?.wants ?? [],
+      stopping: false,
+    });
+  }
+
+  /**
+   * When the live view last changed, by the records' own stamps: a live session's start, a
+   * session's end (released or fenced), or an unfenced session's expiry.
+   */
+  private viewChangedAt(members: ReadonlyMap<string, MemberInfo>, wall: number): number {
+    let at = 0;
+    for (const m of members.values()) {
+      const r = m.stored.record;
+      if (m.holder === null) at = Math.max(at, r.renewedAt);
+      else if (this.leases.isFree(r, wall)) at = Math.max(at, r.renewedAt + r.leaseMs + this.maxSkewMs);
+      else at = Math.max(at, r.acquiredAt);
+    }
+    return at;
+  }
+
+  // ---- acting ----
+
+  /**
+   * Carries out the plan for the caller, whose session was just written: fences first (they end
+   * expired sessions, whose buckets the planner then counts as free), then stamps, creates,
+   * releases and claims. A write that fails is left for the next call. Returns whether every
+   * proposed claim was tried.
+   */
+  private async act(
+    group: string,
+    state: Group,
+    member: string,
+    session: number,
+    leaseMs: number,
+    before: Plan,
+    wall: number,
+  ): Promise<boolean> {
+    await parallel(
+      before.fences.map((m) => async () => {
+        const stored = await this.tryWrite(fenceRecord(m, member, wall), m.stored);
+        const info = stored && decodeMember(group, stored);
+        if (info) state.members.set(info.id, info);
+      }),
+    );
+    const plan = this.plan(state, member, session, leaseMs, wall);
+    if (plan.staleConfig) return false;
+    const epoch = state.config.epoch;
+    const writes: Array<{ next: LeaseRecord; current: Stored | null }> = [
+      ...plan.stamps.map((b) => ({ next: stampRecord(b, epoch), current: b.stored })),
+      ...plan.creates.map((i) => ({ next: freeBucketRecord(group, i, epoch, leaseMs, wall), current: null })),
+      // With every bucket of the caller counted as running, these are records of sessions that are over.
+      ...plan.releases.map((r) => ({ next: releaseRecord(r.current, epoch, wall), current: r.current.stored })),
+      ...plan.claims.slice(0, CLAIMS_PER_CALL).map((c) => ({
+        next: claimRecord(group, c.bucket, c.current, { holder: member, session, epoch, leaseMs }, wall),
+        current: c.current?.stored ?? null,
+      })),
+    ];
+    await parallel(
+      writes.map((w) => async () => {
+        const stored = await this.tryWrite(w.next, w.current);
+        const info = stored && decodeBucket(group, stored);
+        if (info) state.buckets.set(info.index, info);
+      }),
+    );
+    return plan.claims.length <= CLAIMS_PER_CALL;
+  }
+
+  /** One checked write; the record now current (ours or another's), or `undefined` when the store failed. */
+  private async tryWrite(next: LeaseRecord, current: Stored | null): Promise<Stored | null | undefined> {
+    try {
+      const outcome = await this.leases.writeChecked(next.name, next, current);
+      return outcome.kind === "applied" ? outcome.stored : outcome.current;
+    } catch (error) {
+      if (error instanceof ProblemError && error.kind === "store-unavailable") return undefined;
+      throw error;
+    }
+  }
+
+  /** The answer: what the caller holds now, split into buckets to work on and buckets to give up. */
+  private answer(
+    group: string,
+    member: string,
+    state: Group,
+    session: number,
+    leaseMs: number,
+    complete: boolean,
+  ): HeartbeatView {
+    const wall = this.clock.wallNow();
+    const plan = this.plan(state, member, session, leaseMs, wall);
+    const { buckets: N, epoch } = state.config;
+    const asked = new Map(plan.handoffs.map((h) => [h.bucket, h.to]));
+    const held: HeartbeatView["held"] = [];
+    const handoffs: HeartbeatView["handoffs"] = [];
+    for (const b of [...state.buckets.values()].sort((x, y) => x.index - y.index)) {
+      if (b.holder !== member || b.session !== session) continue;
+      // Held under an older bucket count (or one newer than the config read): its keys map
+      // differently now, so its work stops and the bucket is released.
+      if (plan.staleConfig || b.held !== epoch || b.index >= N) {
+        handoffs.push({ bucket: b.index, term: b.term, to: null, reason: "resharded" });
+      } else if (asked.has(b.index)) {
+        handoffs.push({ bucket: b.index, term: b.term, to: asked.get(b.index)!, reason: "handoff" });
+      } else held.push({ bucket: b.index, term: b.term });
+    }
+    return {
+      group,
+      member,
+      session,
+      leaseMs,
+      buckets: N,
+      epoch,
+      held,
+      handoffs,
+      members: plan.view,
+      unowned: plan.unowned,
+      settled: complete && plan.settled && handoffs.length === 0,
+    };
+  }
+}
+
+/** The session record a heartbeat writes: the caller's renewed, or a new session at `step.term`. */
+function sessionRecord(
+  name: string,
+  member: string,
+  step: SessionStep,
+  mine: MemberInfo | undefined,
+  req: HeartbeatRequest,
+  wants: Record<string, string>,
+  wall: number,
+): LeaseRecord {
+  const metadata = { instance: req.instance, ...wants };
+  if (step.kind === "renew" && mine) {
+    return {
+      ...mine.stored.record,
+      holder: member,
+      leaseMs: req.leaseMs,
+      metadata,
+      renewedAt: wall,
+      writeId: newWriteId(),
+    };
+  }
+  return {
+    name,
+    holder: member,
+    term: step.term,
+    leaseMs: req.leaseMs,
+    acquiredAt: wall,
+    renewedAt: wall,
+    metadata,
+    writeId: newWriteId(),
+  };
+}
+
+/** The process that runs a member's session over HTTP (absent for a library member's record). */
+function instanceOf(m: MemberInfo): string | undefined {
+  return m.stored.record.metadata.instance;
+}
+
+function memberInUse(group: string, member: string, mine: MemberInfo): ProblemError {
+  const r = mine.stored.record;
+  return new ProblemError(
+    "member-in-use",
+    `member "${member}" of group "${group}" has a live session (${mine.term}) of another process (another instance, or a library member): a process reusing the id waits until that session expires (renewedAt ${r.renewedAt} + leaseMs ${r.leaseMs} + the server's skew bound), then starts the next`,
+  );
+}
+
+function sessionEnded(
+  group: string,
+  member: string,
+  mine: MemberInfo | undefined,
+  session: number,
+  wall: number,
+  maxSkewMs: number,
+): ProblemError {
+  let why: string;
+  if (!mine) why = "the member has no session record";
+  else if (mine.term > session) why = `it was replaced by session ${mine.term}`;
+  else if (mine.term < session) why = `the member's session is ${mine.term}: session ${session} never existed`;
+  else if (mine.holder === null) why = mine.fencedBy ? `"${mine.fencedBy}" ended it after it expired` : "it was left";
+  else {
+    const r = mine.stored.record;
+    why = `it expired ${wall - (r.renewedAt + r.leaseMs + maxSkewMs)} ms ago (no heartbeat within leaseMs)`;
+  }
+  return new ProblemError(
+    "session-ended",
+    `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session to start the next`,
+  );
+}
+
+function changedTooOften(group: string): ProblemError {
+  return new ProblemError("store-unavailable", `group "${group}" changed ${ATTEMPTS} times while deciding; retry`, {
+    retryAfter: 1,
+  });
+}
+
+/** Runs `tasks` at most PARALLEL_WRITES at a time. */
+async function parallel(tasks: Array<() => Promise<void>>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < tasks.length) await tasks[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_WRITES, tasks.length) }, lane));
+}
