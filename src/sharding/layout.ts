@@ -141,6 +141,12 @@ export function decodeMember(group: string, stored: Stored): MemberInfo | undefi
   return { id, stored, holder: r.holder, term: r.term, leaseMs: r.leaseMs, wants, fencedBy: r.metadata.fenced };
 }
 
+/**
+ * The most buckets a member asks for at once. Its `wants` list rides in the member record's
+ * metadata (1 KiB with the other fields): 128 indexes below 4096 take at most 640 bytes.
+ */
+export const MAX_WANTS = 128;
+
 export function memberMetadata(wants: readonly number[]): Record<string, string> {
   return wants.length === 0 ? {} : { wants: [...wants].sort((a, b) => a - b).join(",") };
 }

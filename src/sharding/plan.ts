@@ -16,7 +16,7 @@
  *   worked on under two bucket counts at once.
  */
 import { targetAssignment } from "./assignment.js";
-import type { BucketInfo, GroupConfig, MemberInfo } from "./layout.js";
+import { type BucketInfo, type GroupConfig, MAX_WANTS, type MemberInfo } from "./layout.js";
 import { sessionMayLive } from "./membership.js";
 
 export interface PlanInput {
@@ -212,9 +212,12 @@ export function planShards(input: PlanInput): Plan {
         if (!expired.has(b.holder)) candidates.add(i);
       }
     }
-    const wants = input.wants.filter((w) => candidates.has(w));
+    // At most MAX_WANTS at once, whatever the batch: the list rides in the member record's
+    // metadata, which holds 1 KiB; more hand-offs simply follow on later renewals.
+    const most = Math.min(input.batch, MAX_WANTS);
+    const wants = input.wants.filter((w) => candidates.has(w)).slice(0, most);
     for (const i of candidates) {
-      if (wants.length >= input.batch) break;
+      if (wants.length >= most) break;
       if (!wants.includes(i)) wants.push(i);
     }
     plan.wants = wants.sort((a, b) => a - b);

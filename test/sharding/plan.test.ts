@@ -3,13 +3,14 @@
  * taken, what must be fenced first, when buckets move, and the epoch barrier.
  */
 import { describe, expect, it } from "vitest";
-import type { LeaseRecord } from "../../src/lease.js";
+import { type LeaseRecord, validateRecord } from "../../src/lease.js";
 import {
   type BucketInfo,
   bucketMetadata,
   bucketName,
   decodeBucket,
   decodeMember,
+  MAX_WANTS,
   type MemberInfo,
   memberMetadata,
   memberName,
@@ -160,6 +161,22 @@ describe("planShards", () => {
     expect(again.wants).toContain(first.wants[2]);
     expect(planShards(input({ members, buckets, config, stable: false })).wants).toEqual([]);
     expect(planShards(input({ members, buckets, config, stopping: true })).wants).toEqual([]);
+  });
+
+  it("asks for at most MAX_WANTS at once in a large group, so its member record stays within the metadata limit", () => {
+    const N = 4096;
+    const members = byId(member("a", 1), member("b", 1));
+    const buckets = byIndex(...Array.from({ length: N }, (_, i) => bucket(i, "b", 1)));
+    const config = { buckets: N, epoch: 1, previous: 0 };
+    const plan = planShards(input({ members, buckets, config, batch: Math.ceil(N / 8) }));
+    expect(plan.wants).toHaveLength(MAX_WANTS);
+    // The member record that carries them is a valid record (metadata within 1 KiB).
+    const asked = record(memberName("g", "a"), {
+      holder: "a",
+      term: 1,
+      metadata: { ...memberMetadata(plan.wants), instance: "i".repeat(64) },
+    });
+    expect(() => validateRecord(asked)).not.toThrow();
   });
 
   it("after a new epoch: nothing is taken while a live session holds a bucket of the old one; ours is released", () => {
