@@ -1,11 +1,12 @@
 /**
- * `npm run chaos`: a longer seeded chaos run than the test suite's, printing a Markdown table.
+ * `npm run chaos`: longer seeded chaos runs than the test suite's, printing Markdown tables.
  *
- *   npm run chaos                                   500 scenarios per backend from seed 1
- *   npm run chaos -- --runs 2000 --from 7000        other seeds
- *   npm run chaos -- --seed 123 --backend sqlite    replay one scenario with its timeline
- *   npm run chaos -- --sharded                      sharded scenarios (default 1000 per backend)
- *   npm run chaos:sharded                           the same
+ *   npm run chaos                                   500 elector scenarios per backend from seed 1,
+ *                                                   then 1000 sharded scenarios per backend
+ *   npm run chaos -- --plain                        only the elector scenarios
+ *   npm run chaos -- --sharded                      only the sharded scenarios (npm run chaos:sharded)
+ *   npm run chaos -- --runs 2000 --from 7000        other seeds (--runs applies to each kind)
+ *   npm run chaos -- --seed 123 --backend sqlite    replay one elector scenario with its timeline
  *   npm run chaos -- --sharded --seed 7             replay one sharded scenario
  *
  * Exits 1 when any scenario found a violation.
@@ -28,19 +29,31 @@ const { values } = parseArgs({
   options: {
     runs: { type: "string" },
     sharded: { type: "boolean", default: false },
+    plain: { type: "boolean", default: false },
     from: { type: "string", default: "1" },
     seed: { type: "string" },
     backend: { type: "string" },
   },
 });
 
+if (values.sharded && values.plain) {
+  console.error("--sharded and --plain exclude each other (give neither to run both kinds)");
+  process.exit(2);
+}
 const backends: Backend[] =
   values.backend === undefined ? ["memory", "sqlite"] : [values.backend === "sqlite" ? "sqlite" : "memory"];
-
-if (values.sharded) await sharded();
+const from = Number(values.from);
 
 if (values.seed !== undefined) {
-  const seed = Number(values.seed);
+  process.exit((await (values.sharded ? replaySharded : replayPlain)(Number(values.seed))) ? 1 : 0);
+}
+let violations = 0;
+if (!values.sharded) violations += await plainRuns(Number(values.runs ?? 500));
+if (!values.plain) violations += await shardedRuns(Number(values.runs ?? 1000));
+process.exit(violations > 0 ? 1 : 0);
+
+/** Replays one elector scenario with its timeline; true when it found a violation. */
+async function replayPlain(seed: number): Promise<boolean> {
   let failed = false;
   for (const backend of backends) {
     const r = await runScenario(seed, backend, { verbose: true });
@@ -50,56 +63,55 @@ if (values.seed !== undefined) {
     console.log(r.violations.length === 0 ? "no violations" : `VIOLATIONS:\n${r.violations.join("\n")}`);
     failed ||= r.violations.length > 0;
   }
-  process.exit(failed ? 1 : 0);
+  return failed;
 }
 
-const runs = Number(values.runs ?? 500);
-const from = Number(values.from);
-const started = performance.now();
-const totals = new Map<string, ChaosTotals>(backends.map((b) => [b, emptyTotals()]));
-for (let i = 0; i < runs; i++) {
+/** Replays one sharded scenario (sharded-scenario.ts) with its timeline; true when it found a violation. */
+async function replaySharded(seed: number): Promise<boolean> {
+  let failed = false;
   for (const backend of backends) {
-    const r = await runScenario(from + i, backend);
-    addResult(totals.get(backend)!, r);
-    if (r.violations.length > 0) {
-      console.error(`seed ${r.seed} (${backend}): ${r.violations.join("; ")}`);
-      console.error(`  replay: npm run chaos -- --seed ${r.seed} --backend ${backend}`);
-    }
+    const r = await runShardedScenario(seed, backend, { verbose: true });
+    console.log(`# sharded seed ${seed} on ${backend}: ${r.summary}\n`);
+    console.log(r.timeline.join("\n"));
+    console.log(`\nstats: ${JSON.stringify(r.stats)}`);
+    console.log(r.violations.length === 0 ? "no violations" : `VIOLATIONS:\n${r.violations.join("\n")}`);
+    failed ||= r.violations.length > 0;
   }
+  return failed;
 }
-console.log(renderTotals(totals, performance.now() - started));
-const violations = [...totals.values()].reduce((n, t) => n + t.violations, 0);
-process.exit(violations > 0 ? 1 : 0);
 
-/** `--sharded`: the same for sharded scenarios (sharded-scenario.ts). Exits. */
-async function sharded(): Promise<never> {
-  if (values.seed !== undefined) {
-    let failed = false;
+/** Runs `runs` elector scenarios per backend, prints their table, returns the violation count. */
+async function plainRuns(runs: number): Promise<number> {
+  const started = performance.now();
+  const totals = new Map<string, ChaosTotals>(backends.map((b) => [b, emptyTotals()]));
+  for (let i = 0; i < runs; i++) {
     for (const backend of backends) {
-      const r = await runShardedScenario(Number(values.seed), backend, { verbose: true });
-      console.log(`# sharded seed ${values.seed} on ${backend}: ${r.summary}\n`);
-      console.log(r.timeline.join("\n"));
-      console.log(`\nstats: ${JSON.stringify(r.stats)}`);
-      console.log(r.violations.length === 0 ? "no violations" : `VIOLATIONS:\n${r.violations.join("\n")}`);
-      failed ||= r.violations.length > 0;
+      const r = await runScenario(from + i, backend);
+      addResult(totals.get(backend)!, r);
+      if (r.violations.length > 0) {
+        console.error(`seed ${r.seed} (${backend}): ${r.violations.join("; ")}`);
+        console.error(`  replay: npm run chaos -- --seed ${r.seed} --backend ${backend}`);
+      }
     }
-    process.exit(failed ? 1 : 0);
   }
-  const count = Number(values.runs ?? 1000);
-  const first = Number(values.from);
-  const began = performance.now();
-  const byBackend = new Map<string, ShardedTotals>(backends.map((b) => [b, emptyShardedTotals()]));
-  for (let i = 0; i < count; i++) {
+  console.log(renderTotals(totals, performance.now() - started));
+  return [...totals.values()].reduce((n, t) => n + t.violations, 0);
+}
+
+/** Runs `runs` sharded scenarios per backend, prints their table, returns the violation count. */
+async function shardedRuns(runs: number): Promise<number> {
+  const started = performance.now();
+  const totals = new Map<string, ShardedTotals>(backends.map((b) => [b, emptyShardedTotals()]));
+  for (let i = 0; i < runs; i++) {
     for (const backend of backends) {
-      const r = await runShardedScenario(first + i, backend);
-      addShardedResult(byBackend.get(backend)!, r);
+      const r = await runShardedScenario(from + i, backend);
+      addShardedResult(totals.get(backend)!, r);
       if (r.violations.length > 0) {
         console.error(`seed ${r.seed} (${backend}): ${r.violations.join("; ")}`);
         console.error(`  replay: npm run chaos -- --sharded --seed ${r.seed} --backend ${backend}`);
       }
     }
   }
-  console.log(renderShardedTotals(byBackend, performance.now() - began));
-  const failures = [...byBackend.values()].reduce((n, t) => n + t.violations, 0);
-  process.exit(failures > 0 ? 1 : 0);
+  console.log(renderShardedTotals(totals, performance.now() - started));
+  return [...totals.values()].reduce((n, t) => n + t.violations, 0);
 }
