@@ -179,6 +179,27 @@ describe("GcsStore: ambiguous outcomes with its own client (no SDK retries)", ()
     expect(isAmbiguous(early)).toBe(false);
   });
 
+  it("a read whose connection is cut before any answer is sent once more (reads change nothing); a 503 is not", async () => {
+    const store = viaProxy();
+    const name = uniqueName();
+    const written = await store.put(makeRecord(name), null);
+    let before = proxy.downloads;
+    proxy.failNextDownload("reset");
+    expect(await store.get(name)).toEqual(written);
+    expect(proxy.downloads - before).toBe(2);
+    before = proxy.downloads;
+    proxy.failNextDownload("reset", "reset");
+    const twice = await rejection(store.get(name));
+    expect(twice).toBeInstanceOf(LeaseStoreError);
+    expect(isAmbiguous(twice)).toBe(false);
+    expect(proxy.downloads - before).toBe(2);
+    before = proxy.downloads;
+    proxy.failNextDownload("503");
+    const unavailable = await rejection(store.get(name));
+    expect(unavailable).toBeInstanceOf(LeaseStoreError);
+    expect(proxy.downloads - before).toBe(1);
+  });
+
   it("a 4xx other than 408/429 (missing bucket) is a definite, unambiguous failure", async () => {
     const store = new GcsStore({ bucket: "no-such-bucket-here", apiEndpoint: endpoint, projectId });
     const error = await rejection(store.put(makeRecord(uniqueName()), null));

@@ -38,6 +38,7 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
+import { isConnectionReset } from "./connection-reset.js";
 import { NameOrder } from "./object-keys.js";
 
 const { Storage: StorageClass } = await importPeer(
@@ -252,7 +253,21 @@ export class GcsStore implements LeaseStore {
     });
   }
 
-  private download(
+  /** One download, sent once more after a reset connection (./connection-reset.ts); reads change nothing. */
+  private async download(
+    file: File,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<{ body: string; generation: string | undefined } | null> {
+    try {
+      return await this.downloadOnce(file, name, signal);
+    } catch (error) {
+      if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
+      return this.downloadOnce(file, name, signal);
+    }
+  }
+
+  private downloadOnce(
     file: File,
     name: string,
     signal?: AbortSignal,

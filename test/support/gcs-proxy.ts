@@ -1,7 +1,8 @@
 /**
  * An HTTP proxy on 127.0.0.1 in front of fake-gcs-server that injects faults into uploads (the
  * conditional writes): answers the SDK never should have got, or the loss of a real answer after
- * the write applied. Everything else passes through untouched.
+ * the write applied; and into object downloads (the reads): an error status or a connection cut
+ * before any answer. Everything else passes through untouched.
  */
 import {
   createServer,
@@ -26,7 +27,10 @@ export type UploadFault =
 export class GcsFaultProxy {
   /** Upload requests seen, faulty or not: a second one for one put is an SDK retry. */
   uploads = 0;
+  /** Object downloads (`alt=media` GETs) seen, faulty or not. */
+  downloads = 0;
   private readonly faults: UploadFault[] = [];
+  private readonly downloadFaults: Array<"503" | "reset"> = [];
   private readonly waiters: Array<() => void> = [];
 
   private constructor(
@@ -54,6 +58,11 @@ export class GcsFaultProxy {
     this.faults.push(...faults);
   }
 
+  /** The next object downloads get these faults, one each, without forwarding ("reset": the connection is cut unanswered). */
+  failNextDownload(...faults: Array<"503" | "reset">): void {
+    this.downloadFaults.push(...faults);
+  }
+
   /** Resolves when the proxy next receives an upload. */
   nextUpload(): Promise<void> {
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -67,6 +76,16 @@ export class GcsFaultProxy {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readAll(req);
     const isUpload = req.method === "POST" && (req.url ?? "").startsWith("/upload/");
+    const isDownload = req.method === "GET" && new URL(req.url ?? "/", "http://proxy").searchParams.get("alt") === "media";
+    if (isDownload) {
+      this.downloads++;
+      const downloadFault = this.downloadFaults.shift();
+      if (downloadFault === "reset") {
+        req.socket.destroy();
+        return;
+      }
+      if (downloadFault === "503") return sendError(res, 503, "backendError");
+    }
     const fault = isUpload ? this.faults.shift() : undefined;
     if (isUpload) {
       this.uploads++;
