@@ -76,7 +76,8 @@ export class GcsFaultProxy {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readAll(req);
     const isUpload = req.method === "POST" && (req.url ?? "").startsWith("/upload/");
-    const isDownload = req.method === "GET" && new URL(req.url ?? "/", "http://proxy").searchParams.get("alt") === "media";
+    const isDownload =
+      req.method === "GET" && new URL(req.url ?? "/", "http://proxy").searchParams.get("alt") === "media";
     if (isDownload) {
       this.downloads++;
       const downloadFault = this.downloadFaults.shift();
