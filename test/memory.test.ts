@@ -1,7 +1,16 @@
 import { MemoryStore } from "../src/stores/memory.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeStoreContract } from "../src/testkit/store-contract.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 
 const create = async () => ({ store: new MemoryStore() });
 describeStoreContract("memory", { create, conflictCarriesCurrent: true });
 describeElectorContract("memory", create);
+
+// A third-party store may lack list (a plain key-value service): the contract still holds every
+// safety case for it, and checks that it declares the gap honestly.
+describeStoreContract("memory without list (a store that cannot list)", {
+  create: async () => ({ store: new StoreWrapper(new MemoryStore(), { without: ["list"] }) }),
+  conflictCarriesCurrent: true,
+  noList: "a key-value service with no prefix listing",
+});

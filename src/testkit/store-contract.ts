@@ -258,9 +258,15 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
       }),
     );
 
-    it.skipIf(options.noList !== undefined)(
-      `lists by prefix in name order, with startAfter and limit${options.noList ? ` (skipped: ${options.noList})` : ""}`,
+    it(
+      options.noList === undefined
+        ? "lists by prefix in name order, with startAfter and limit"
+        : `offers no list, so callers that need one (sharding, the API's list route) can refuse it up front (${options.noList})`,
       withStore(async (store) => {
+        if (options.noList !== undefined) {
+          expect(store.list).toBeUndefined();
+          return;
+        }
         const root = uniqueName("root");
         const names = [`${root}/a/2`, `${root}/a/1`, `${root}/a/10`, `${root}/b/1`];
         for (const n of names) await store.put(makeRecord(n), null);
