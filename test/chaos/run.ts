@@ -45,33 +45,21 @@ const backends: Backend[] =
 const from = Number(values.from);
 
 if (values.seed !== undefined) {
-  process.exit((await (values.sharded ? replaySharded : replayPlain)(Number(values.seed))) ? 1 : 0);
+  process.exit((await replay(Number(values.seed), values.sharded)) ? 1 : 0);
 }
 let violations = 0;
 if (!values.sharded) violations += await plainRuns(Number(values.runs ?? 500));
 if (!values.plain) violations += await shardedRuns(Number(values.runs ?? 1000));
 process.exit(violations > 0 ? 1 : 0);
 
-/** Replays one elector scenario with its timeline; true when it found a violation. */
-async function replayPlain(seed: number): Promise<boolean> {
+/** Replays one scenario of either kind with its timeline; true when it found a violation. */
+async function replay(seed: number, sharded: boolean): Promise<boolean> {
   let failed = false;
   for (const backend of backends) {
-    const r = await runScenario(seed, backend, { verbose: true });
-    console.log(`# seed ${seed} on ${backend}: ${r.summary}\n`);
-    console.log(r.timeline.join("\n"));
-    console.log(`\nstats: ${JSON.stringify(r.stats)}`);
-    console.log(r.violations.length === 0 ? "no violations" : `VIOLATIONS:\n${r.violations.join("\n")}`);
-    failed ||= r.violations.length > 0;
-  }
-  return failed;
-}
-
-/** Replays one sharded scenario (sharded-scenario.ts) with its timeline; true when it found a violation. */
-async function replaySharded(seed: number): Promise<boolean> {
-  let failed = false;
-  for (const backend of backends) {
-    const r = await runShardedScenario(seed, backend, { verbose: true });
-    console.log(`# sharded seed ${seed} on ${backend}: ${r.summary}\n`);
+    const r = sharded
+      ? await runShardedScenario(seed, backend, { verbose: true })
+      : await runScenario(seed, backend, { verbose: true });
+    console.log(`# ${sharded ? "sharded " : ""}seed ${seed} on ${backend}: ${r.summary}\n`);
     console.log(r.timeline.join("\n"));
     console.log(`\nstats: ${JSON.stringify(r.stats)}`);
     console.log(r.violations.length === 0 ? "no violations" : `VIOLATIONS:\n${r.violations.join("\n")}`);
