@@ -1,7 +1,7 @@
 /**
  * The store contract (docs/design.md §2) as one suite every backend runs against its real server.
- * A backend may declare a missing optional capability with a reason; the safety cases
- * (CAS, one winner of a race, terms) are never skippable.
+ * A backend may declare a missing optional capability with a reason; the suite then checks the
+ * declared behaviour instead. The safety cases (CAS, one winner of a race, terms) are the same for all.
  */
 import { describe, expect, it } from "vitest";
 import { systemClock } from "../clock.js";
