@@ -13,6 +13,7 @@ import { casWrite, makeRecord, uniqueName } from "../src/testkit/store-contract.
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
+import { rejection } from "./support/rejection.js";
 
 const direct = dynamoClient(testEndpoint());
 let table = "";
@@ -39,22 +40,13 @@ function viaProxy(maxAttempts = 3): DynamoDbStore {
 }
 const truth = () => new DynamoDbStore({ client: direct, table });
 
-async function failureOf(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (e: unknown) => e,
-  );
-}
-
 describe("dynamodb: a conflict carries the current item (ALL_OLD, as real DynamoDB answers)", () => {
   it("uses the item from the error and sends no GetItem", async () => {
     const store = viaProxy();
     proxy.returnOldItem = true;
     const name = uniqueName();
     const first = await truth().put(makeRecord(name), null);
-    const error = await failureOf(store.put(makeRecord(name, { holder: "bob" }), null));
+    const error = await rejection(store.put(makeRecord(name, { holder: "bob" }), null));
     expect(error).toBeInstanceOf(LeaseConflictError);
     expect((error as LeaseConflictError).current).toEqual(first);
     expect(proxy.seen).toEqual(["PutItem"]);
@@ -66,7 +58,7 @@ describe("dynamodb: a conflict carries the current item (ALL_OLD, as real Dynamo
     const name = uniqueName();
     const record = makeRecord(name);
     proxy.failNextPut("drop-response");
-    const error = await failureOf(store.put(record, null));
+    const error = await rejection(store.put(record, null));
     expect(error).toBeInstanceOf(LeaseConflictError);
     expect((error as LeaseConflictError).current).toEqual({ record, revision: "1" });
     expect(proxy.seen).toEqual(["PutItem", "PutItem"]);
@@ -110,7 +102,7 @@ describe("dynamodb: SDK retries of a write that already applied", () => {
     const first = await truth().put(makeRecord(name), null);
     const theirs = await truth().put(makeRecord(name, { holder: "bob", term: 2 }), first.revision);
     proxy.failNextPut("server-error"); // first attempt never reaches dynalite; the retry is rejected
-    const error = await failureOf(store.put(makeRecord(name, { renewedAt: 5 }), first.revision));
+    const error = await rejection(store.put(makeRecord(name, { renewedAt: 5 }), first.revision));
     expect(proxy.count("PutItem")).toBe(2);
     expect(error).toBeInstanceOf(LeaseConflictError);
     expect((error as LeaseConflictError).current).toEqual(theirs);
@@ -162,7 +154,7 @@ describe("dynamodb: throttling, server errors and aborts", () => {
     const store = viaProxy(2);
     const name = uniqueName();
     proxy.failNextPut("throttle", "throttle");
-    const error = await failureOf(store.put(makeRecord(name), null));
+    const error = await rejection(store.put(makeRecord(name), null));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect((error as LeaseStoreError).ambiguous).toBe(true);
     expect((error as LeaseStoreError).message).toMatch(/PutItem .*throttled, 2 attempts.*ThrottlingException/);
@@ -181,7 +173,7 @@ describe("dynamodb: throttling, server errors and aborts", () => {
   it("a 5xx on a write is ambiguous even on a single attempt", async () => {
     const store = viaProxy(1);
     proxy.failNextPut("server-error");
-    const error = await failureOf(store.put(makeRecord(uniqueName()), null));
+    const error = await rejection(store.put(makeRecord(uniqueName()), null));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect((error as LeaseStoreError).ambiguous).toBe(true);
     expect((error as LeaseStoreError).message).toMatch(/HTTP 500.*InternalServerError.*may or may not have applied/);
@@ -191,7 +183,7 @@ describe("dynamodb: throttling, server errors and aborts", () => {
     const store = viaProxy(1);
     const name = uniqueName();
     proxy.failNextPut("drop-response");
-    const error = await failureOf(store.put(makeRecord(name), null));
+    const error = await rejection(store.put(makeRecord(name), null));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect((error as LeaseStoreError).ambiguous).toBe(true);
     // It did apply: exactly the case the elector resolves by writeId on its next read.
@@ -202,7 +194,7 @@ describe("dynamodb: throttling, server errors and aborts", () => {
     const store = viaProxy(1);
     proxy.failNextPut("hang");
     const abort = new AbortController();
-    const pending = failureOf(store.put(makeRecord(uniqueName()), null, { signal: abort.signal }));
+    const pending = rejection(store.put(makeRecord(uniqueName()), null, { signal: abort.signal }));
     await proxy.waitFor("PutItem");
     abort.abort();
     const error = await pending;
@@ -215,7 +207,7 @@ describe("dynamodb: throttling, server errors and aborts", () => {
     const store = viaProxy(1);
     const abort = new AbortController();
     abort.abort();
-    const error = await failureOf(store.get(uniqueName(), { signal: abort.signal }));
+    const error = await rejection(store.get(uniqueName(), { signal: abort.signal }));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect((error as LeaseStoreError).ambiguous).toBe(false);
   });

@@ -20,6 +20,7 @@ import { uniqueName } from "../src/testkit/store-contract.js";
 import { deposedLeaderWrites } from "./support/deposed-leader.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
+import { rejection } from "./support/rejection.js";
 
 const client = dynamoClient(testEndpoint());
 let table = "";
@@ -39,15 +40,6 @@ afterAll(async () => {
 
 const item = async (id: string) =>
   (await client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: id } }, ConsistentRead: true }))).Item;
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe("DynamoDB recipe (examples/fencing/dynamodb.ts)", () => {
   it("the first write creates the item with its term; a newer term overwrites; an older one is refused", async () => {

@@ -12,6 +12,7 @@ import { FenceCorruptError, fencedWrite, StaleTermError, WRITE_ID_KEY } from "..
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { deposedLeaderWrites } from "./support/deposed-leader.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
+import { rejection } from "./support/rejection.js";
 
 const endpoint = process.env.GCS_ENDPOINT;
 if (!endpoint) throw new Error("GCS_ENDPOINT is not set: test/servers/fake-gcs.server.ts should have started");
@@ -35,15 +36,6 @@ async function read(name: string): Promise<{ body: string; metadata: Record<stri
   const [metadata] = await file.getMetadata();
   const [body] = await file.download();
   return { body: body.toString(), metadata: { ...metadata.metadata }, generation: String(metadata.generation) };
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error,
-  );
 }
 
 describe("GCS recipe (examples/fencing/gcs.ts)", () => {

@@ -1,24 +1,20 @@
 /**
  * GcsStore against fake-gcs-server (started by test/servers/fake-gcs.server.ts): both shared
- * suites, three ways of configuring the client, then what only GCS has: object layout, SDK
- * retries of conditional uploads (through a fault proxy), ambiguity, corrupt objects, listing
- * order of `<name>.json` objects, and the one-write-per-second limit.
+ * suites, three ways of configuring the client, the object stores' shared cases (corrupt objects,
+ * listing order of `<name>.json` objects: test/support/object-store-suites.ts), then what only GCS
+ * has: object layout, SDK retries of conditional uploads (through a fault proxy), ambiguity, and
+ * the one-write-per-second limit.
  */
 import { Storage } from "@google-cloud/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Elector } from "../src/elector.js";
-import {
-  isAmbiguous,
-  LeaseConflictError,
-  LeaseCorruptError,
-  LeaseStoreError,
-  LeaseValidationError,
-} from "../src/errors.js";
-import type { Stored } from "../src/lease.js";
+import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { checkGcsElectorSettings, GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { casWrite, describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
+import { describeObjectStoreRecords } from "./support/object-store-suites.js";
+import { rejection } from "./support/rejection.js";
 
 const endpoint = process.env.GCS_ENDPOINT;
 if (!endpoint) throw new Error("GCS_ENDPOINT is not set: test/servers/fake-gcs.server.ts should have started");
@@ -54,15 +50,6 @@ describeStoreContract("gcs, readCurrentOnConflict: false", {
 describeElectorContract("gcs", async () => ({ store: ownClient() }), {
   timeScale: 4, // GCS refuses renewals faster than one a second (checkGcsElectorSettings)
 });
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    (value) => {
-      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe("GcsStore: object layout", () => {
   it("writes <prefix><name>.json as JSON with Cache-Control no-store; the generation is the revision", async () => {
@@ -208,74 +195,20 @@ describe("GcsStore: ambiguous outcomes with its own client (no SDK retries)", ()
   });
 });
 
-describe("GcsStore: corrupt and foreign objects", () => {
-  it.each([
-    ["not JSON", "{oops"],
-    ["JSON of another shape", JSON.stringify({ hello: "world" })],
-    ["a record naming another lease", JSON.stringify(makeRecord("someone-else"))],
-  ])("%s is a LeaseCorruptError on read and is never overwritten", async (_label, content) => {
-    const store = ownClient();
-    const name = uniqueName();
-    const file = bucket.file(`leases/${name}.json`);
-    await file.save(content, { resumable: false, preconditionOpts: { ifGenerationMatch: 0 } });
-    const [{ generation }] = await file.getMetadata();
-    const read = await rejection(store.get(name));
-    expect(read).toBeInstanceOf(LeaseCorruptError);
-    expect((read as LeaseCorruptError).lease).toBe(name);
-    const write = await rejection(store.put(makeRecord(name), null));
-    expect(write).toBeInstanceOf(LeaseCorruptError);
-    const [after] = await file.getMetadata();
-    expect(after.generation).toBe(generation);
-    expect((await file.download())[0].toString()).toBe(content);
-  });
-});
-
-describe("GcsStore: list", () => {
-  it("yields name order although object names sort as <name>.json, skipping foreign objects", async () => {
-    const store = ownClient();
-    const root = uniqueName("root");
-    // By object name (`<name>.json`) these sort a-b-c, a-b, a-b.x, a.a, a, a.z, a/c, a0;
-    // by lease name a, a-b, a-b-c, a-b.x, a.a, a.z, a/c, a0.
-    const names = ["a", "a-b", "a.a", "a.z", "a/c", "a0", "a-b-c", "a-b.x"].map((n) => `${root}/${n}`);
-    for (const n of names) await store.put(makeRecord(n), null);
-    await bucket.file(`leases/${root}/readme.txt`).save("not a lease", { resumable: false });
-    await bucket.file(`leases/${root}/Upper.json`).save("{}", { resumable: false });
-    const list = async (prefix: string, options?: { startAfter?: string; limit?: number }) => {
-      const out: string[] = [];
-      for await (const s of store.list(prefix, options)) out.push(s.record.name);
-      return out;
-    };
-    const sorted = [...names].sort();
-    expect(await list(`${root}/`)).toEqual(sorted);
-    expect(await list(`${root}/`, { startAfter: `${root}/a` })).toEqual(sorted.slice(1));
-    expect(await list(`${root}/`, { startAfter: `${root}/a-b`, limit: 3 })).toEqual(sorted.slice(2, 5));
-    expect(await list(`${root}/a-`)).toEqual(sorted.filter((n) => n.startsWith(`${root}/a-`)));
-    expect(await list(`${root}/`, { limit: 0 })).toEqual([]);
-  });
-
-  it("pages through more objects than one listing page returns", async () => {
-    const store = ownClient();
-    const root = uniqueName("many");
-    const names = Array.from({ length: 230 }, (_, i) => `${root}/n${String(i).padStart(3, "0")}`);
-    await Promise.all(names.map((n) => store.put(makeRecord(n), null)));
-    const out: string[] = [];
-    for await (const s of store.list(`${root}/`)) out.push(s.record.name);
-    expect(out).toEqual(names);
-    const tail: string[] = [];
-    for await (const s of store.list(`${root}/`, { startAfter: names[198]!, limit: 5 })) tail.push(s.record.name);
-    expect(tail).toEqual(names.slice(199, 204));
-  });
-
-  it("each listed record carries its current revision", async () => {
-    const store = ownClient();
-    const root = uniqueName("rev");
-    const a = await store.put(makeRecord(`${root}/a`), null);
-    const b = await store.put(makeRecord(`${root}/b`), null);
-    const b2 = await store.put(makeRecord(`${root}/b`, { renewedAt: 7 }), b.revision);
-    const listed: Stored[] = [];
-    for await (const s of store.list(`${root}/`)) listed.push(s);
-    expect(listed).toEqual([a, b2]);
-  });
+describeObjectStoreRecords("GcsStore", "objects", {
+  store: () => ownClient(),
+  raw: {
+    write: async (key, body) => {
+      await bucket.file(key).save(body, { resumable: false });
+    },
+    read: async (key) => {
+      const [metadata] = await bucket.file(key).getMetadata();
+      const generation = String(metadata.generation);
+      // The body of exactly that generation, so the two belong together.
+      const [body] = await bucket.file(key, { generation }).download();
+      return { body: body.toString("utf8"), version: generation };
+    },
+  },
 });
 
 describe("GcsStore: options and limits", () => {
