@@ -60,8 +60,9 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
-import { isConnectionReset } from "./connection-reset.js";
+import { ETAG_PATTERN, parseEtag } from "./etag.js";
 import { listInNameOrder, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
+import { isConnectionReset, writeRefused } from "./request-outcome.js";
 
 const { BlobServiceClient: BlobServiceClientClass } = await importPeer(
   "@azure/storage-blob",
@@ -106,11 +107,6 @@ const PAGE_SIZE = 200;
 const BLOB_CLIENT_CACHE = 1000;
 /** Azure container names: 3-63 characters of a-z 0-9 -, starting with a letter or digit, no "--". */
 const CONTAINER_PATTERN = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
-const ETAG_PATTERN = /^"[\x21\x23-\x7e]{1,254}"$/;
-/** Statuses after which a write may have applied: the server may have written before failing. */
-const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);
-/** Connection errors raised before any byte of the request left this machine. */
-const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
 const utf8 = new TextEncoder();
 
 interface RestFailure {
@@ -158,7 +154,7 @@ export class AzureBlobStore implements LeaseStore {
 
   async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     const record = validateRecord(next);
-    const conditions = expected === null ? { ifNoneMatch: "*" } : { ifMatch: parseEtag(expected) };
+    const conditions = expected === null ? { ifNoneMatch: "*" } : { ifMatch: parseEtag(expected, "Azure") };
     const signal = options?.signal;
     if (signal?.aborted) {
       throw new LeaseStoreError(`Azure Put Blob of ${this.where(record.name)} aborted before it was sent`, {
@@ -213,7 +209,7 @@ export class AzureBlobStore implements LeaseStore {
     }
   }
 
-  /** One GET: body and ETag of the same version; sent once more after a reset connection (./connection-reset.ts). */
+  /** One GET: body and ETag of the same version; sent once more after a reset connection (./request-outcome.ts). */
   private async read(name: string, signal?: AbortSignal): Promise<Stored | null> {
     try {
       return await this.readOnce(name, signal);
@@ -270,10 +266,7 @@ export class AzureBlobStore implements LeaseStore {
   }
 
   private writeError(name: string, failure: RestFailure, cause: unknown): LeaseStoreError {
-    const rejected =
-      failure.status !== undefined
-        ? failure.status >= 400 && failure.status < 500 && !AMBIGUOUS_STATUS.has(failure.status)
-        : NEVER_SENT.has(failure.code);
+    const rejected = writeRefused(failure.status, failure.code);
     // A caller's client may have retried: an earlier try may have applied before this answer.
     const ambiguous = !(rejected && this.writesNeverRetry);
     const outcome = ambiguous ? "the write may or may not have applied" : "nothing was written";
@@ -414,16 +407,6 @@ function isHttpUrl(value: unknown): boolean {
   } catch {
     return false;
   }
-}
-
-function parseEtag(revision: Revision): string {
-  if (typeof revision === "string" && ETAG_PATTERN.test(revision)) return revision;
-  throw new LeaseValidationError("revision", [
-    {
-      path: "expected",
-      message: `expected an Azure ETag this store issued (a quoted string), got ${JSON.stringify(revision)}`,
-    },
-  ]);
 }
 
 /** The body of a download: a Node stream on Node, a Blob in browsers and workerd. */

@@ -38,8 +38,8 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
-import { isConnectionReset } from "./connection-reset.js";
 import { NameOrder } from "./object-keys.js";
+import { isConnectionReset, writeRefused } from "./request-outcome.js";
 
 const { Storage: StorageClass } = await importPeer(
   "@google-cloud/storage",
@@ -74,10 +74,6 @@ const PAGE_SIZE = 200;
 const OBJECT_PREFIX_PATTERN = /^[\x21-\x7e]{0,512}$/;
 const BUCKET_PATTERN = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
 const GENERATION_PATTERN = /^[1-9][0-9]{0,19}$/;
-/** HTTP statuses after which an upload may have applied: the server may have written before failing. */
-const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);
-/** Connection errors raised before any byte of the request left this machine. */
-const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ERR_INVALID_URL"]);
 
 /**
  * Rejects elector settings that would write one lease object more often than GCS allows. The leader
@@ -253,7 +249,7 @@ export class GcsStore implements LeaseStore {
     });
   }
 
-  /** One download, sent once more after a reset connection (./connection-reset.ts); reads change nothing. */
+  /** One download, sent once more after a reset connection (./request-outcome.ts); reads change nothing. */
   private async download(
     file: File,
     name: string,
@@ -331,12 +327,9 @@ export class GcsStore implements LeaseStore {
 
   private writeError(name: string, error: unknown): LeaseStoreError {
     if (error instanceof LeaseStoreError) return error;
-    const status = httpStatus(error);
-    const code = errorCode(error);
     // Conservative: only a definite rejection is unambiguous, and with a client that may retry,
     // an earlier attempt may have applied before the final answer.
-    const rejected =
-      status !== undefined ? status >= 400 && status < 500 && !AMBIGUOUS_STATUS.has(status) : NEVER_SENT.has(code);
+    const rejected = writeRefused(httpStatus(error), errorCode(error));
     return new LeaseStoreError(`GCS upload of ${this.where(name)} failed: ${describe(error)}`, {
       ambiguous: !(rejected && this.writesNeverRetry),
       cause: error,

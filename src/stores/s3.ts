@@ -58,8 +58,9 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
-import { isConnectionReset } from "./connection-reset.js";
+import { ETAG_PATTERN, parseEtag } from "./etag.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
+import { isConnectionReset, writeRefused } from "./request-outcome.js";
 
 const {
   GetObjectCommand,
@@ -95,13 +96,7 @@ const DEFAULT_PREFIX = "leases/";
 const PAGE_SIZE = 200;
 /** S3 bucket names: 3-63 characters of a-z 0-9 . - starting and ending with a letter or digit. */
 const BUCKET_PATTERN = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-/** ETags as S3 sends them: a quoted string without quotes or spaces inside. */
-const ETAG_PATTERN = /^"[\x21\x23-\x7e]{1,254}"$/;
-/** Statuses after which a write may have applied: the server may have written before failing. */
-const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);
 const THROTTLING = new Set(["SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded"]);
-/** Connection errors raised before any byte of the request left this machine. */
-const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
 
 interface SdkFailure {
   name: string;
@@ -156,7 +151,7 @@ export class S3Store implements LeaseStore {
 
   async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     const record = validateRecord(next);
-    const condition = expected === null ? { IfNoneMatch: "*" } : { IfMatch: parseEtag(expected) };
+    const condition = expected === null ? { IfNoneMatch: "*" } : { IfMatch: parseEtag(expected, "S3") };
     const signal = options?.signal;
     if (signal?.aborted) {
       throw new LeaseStoreError(`S3 PutObject of ${this.where(record.name)} aborted before it was sent`, {
@@ -228,7 +223,7 @@ export class S3Store implements LeaseStore {
     } while (token !== undefined);
   }
 
-  /** One GET: body and ETag of the same version; sent once more after a reset connection (./connection-reset.ts). */
+  /** One GET: body and ETag of the same version; sent once more after a reset connection (./request-outcome.ts). */
   private async read(name: string, signal?: AbortSignal): Promise<Stored | null> {
     try {
       return await this.readOnce(name, signal);
@@ -290,10 +285,7 @@ export class S3Store implements LeaseStore {
       ambiguous = false;
       outcome = "another conditional write to this object was in progress; this one did not apply (retry)";
     } else {
-      const rejected =
-        failure.status !== undefined
-          ? failure.status >= 400 && failure.status < 500 && !AMBIGUOUS_STATUS.has(failure.status)
-          : NEVER_SENT.has(failure.code) || failure.unsent;
+      const rejected = writeRefused(failure.status, failure.code) || failure.unsent;
       ambiguous = retried || !rejected || THROTTLING.has(failure.name);
       outcome = ambiguous ? "the write may or may not have applied" : "nothing was written";
     }
@@ -356,17 +348,6 @@ function checkOptions(options: S3StoreOptions): FieldIssue[] {
     issues.push({ path: "timeoutMs", message: `expected a positive number of milliseconds, got ${options.timeoutMs}` });
   }
   return issues;
-}
-
-/** ETags are opaque, but this store only ever issues quoted ones; anything else came from elsewhere. */
-function parseEtag(revision: Revision): string {
-  if (typeof revision === "string" && ETAG_PATTERN.test(revision)) return revision;
-  throw new LeaseValidationError("revision", [
-    {
-      path: "expected",
-      message: `expected an S3 ETag this store issued (a quoted string), got ${JSON.stringify(revision)}`,
-    },
-  ]);
 }
 
 /** The SDK has no error classes for 412/409: status and name come from `$metadata` and `name`. */
