@@ -38,7 +38,7 @@ import {
   validateRecord,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
-import { NameOrder } from "./object-keys.js";
+import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
 import { isConnectionReset, writeRefused } from "./request-outcome.js";
 
 const { Storage: StorageClass } = await importPeer(
@@ -68,10 +68,7 @@ export interface GcsStoreOptions {
 export const GCS_MIN_WRITE_INTERVAL_MS = 1000;
 
 const DEFAULT_PREFIX = "leases/";
-const SUFFIX = ".json";
 const PAGE_SIZE = 200;
-/** Printable ASCII without space: object names stay readable, and prefix order equals byte order. */
-const OBJECT_PREFIX_PATTERN = /^[\x21-\x7e]{0,512}$/;
 const BUCKET_PATTERN = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
 const GENERATION_PATTERN = /^[1-9][0-9]{0,19}$/;
 
@@ -180,46 +177,28 @@ export class GcsStore implements LeaseStore {
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
     validatePrefix(prefix);
-    const limit = options.limit ?? Number.POSITIVE_INFINITY;
-    if (limit <= 0) return;
-    const startAfter = options.startAfter ?? "";
-    // Object names sort by `<name>.json`, which is not always name order ("a-b.json" < "a.json"
-    // while "a" < "a-b"): NameOrder holds each lease back until nothing listed later can precede it.
-    const order = new NameOrder<Promise<Stored | null>>();
-    let yielded = 0;
-    const emit = async function* (entries: Array<Promise<Stored | null>>) {
-      for (const entry of entries) {
-        const stored = await entry;
-        if (stored === null) continue; // deleted between list and read
-        yield stored;
-        if (++yielded >= limit) return;
-      }
-    };
-    // Every name after `startAfter` has an object name at or after prefix + startAfter.
+    const start = listStartKey(this.prefix, prefix, options.startAfter);
+    yield* listInNameOrder(this.keys(this.prefix + prefix, start), this.prefix, prefix, options, (name) =>
+      this.read(name),
+    );
+  }
+
+  /** Object names under `keyPrefix` in key order, from `startOffset` on, one page at a time. */
+  private async *keys(keyPrefix: string, startOffset: string | undefined): AsyncIterable<string> {
     let query: GetFilesOptions | null = {
-      prefix: this.prefix + prefix,
+      prefix: keyPrefix,
       autoPaginate: false,
       maxResults: PAGE_SIZE,
-      ...(startAfter > prefix ? { startOffset: this.prefix + startAfter } : {}),
+      ...(startOffset !== undefined ? { startOffset } : {}),
     };
-    while (query !== null && yielded < limit) {
+    while (query !== null) {
       const page: GetFilesOptions = query;
-      const [files, nextQuery] = await this.call(`GCS list of gs://${this.bucket.name}/${this.prefix}${prefix}*`, () =>
+      const [files, nextQuery] = await this.call(`GCS list of gs://${this.bucket.name}/${keyPrefix}*`, () =>
         this.bucket.getFiles(page),
       );
-      for (const file of files) {
-        const name = this.leaseNameOf(file.name);
-        if (name === null || !name.startsWith(prefix) || name <= startAfter) continue;
-        // The read starts now (it overlaps others only while NameOrder holds entries back); a
-        // rejection is observed when the entry is emitted.
-        const read = this.read(name);
-        read.catch(() => {});
-        yield* emit(order.add(name, `${name}${SUFFIX}`, read));
-        if (yielded >= limit) return;
-      }
+      for (const file of files) yield file.name;
       query = (nextQuery as GetFilesOptions | null | undefined) ?? null;
     }
-    yield* emit(order.drain());
   }
 
   /**
@@ -356,22 +335,12 @@ export class GcsStore implements LeaseStore {
   }
 
   private file(name: string, generation?: string): File {
-    const key = `${this.prefix}${name}${SUFFIX}`;
+    const key = objectKey(this.prefix, name);
     return generation === undefined ? this.bucket.file(key) : this.bucket.file(key, { generation });
   }
 
-  private leaseNameOf(objectName: string): string | null {
-    if (!objectName.startsWith(this.prefix) || !objectName.endsWith(SUFFIX)) return null;
-    const name = objectName.slice(this.prefix.length, -SUFFIX.length);
-    try {
-      return validateName(name);
-    } catch {
-      return null; // a foreign object under the prefix is not a lease
-    }
-  }
-
   private where(name: string): string {
-    return `gs://${this.bucket.name}/${this.prefix}${name}${SUFFIX}`;
+    return `gs://${this.bucket.name}/${objectKey(this.prefix, name)}`;
   }
 }
 
