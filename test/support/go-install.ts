@@ -56,8 +56,9 @@ export async function installGoProgram(program: GoProgram): Promise<string> {
   return binary;
 }
 
-async function checkGo(purpose: string): Promise<void> {
-  const advice = `install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/, or Debian's golang-go if it is that recent): ${purpose}`;
+/** Fails with what to install when `go` is missing or older than `minimum`; `purpose` says why it is needed. */
+export async function checkGo(purpose: string, minimum: readonly [number, number] = MIN_GO): Promise<void> {
+  const advice = `install Go >= ${minimum.join(".")} (https://go.dev/dl/, or Debian's golang-go if it is that recent): ${purpose}`;
   let version: string;
   try {
     version = (await run("go", ["env", "GOVERSION"])).stdout.trim();
@@ -66,7 +67,7 @@ async function checkGo(purpose: string): Promise<void> {
   }
   const match = /^go(\d+)\.(\d+)/.exec(version);
   const [major, minor] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
-  if (major < MIN_GO[0] || (major === MIN_GO[0] && minor < MIN_GO[1])) {
+  if (major < minimum[0] || (major === minimum[0] && minor < minimum[1])) {
     throw new Error(`found ${version || "an unknown Go"}, too old: ${advice}`);
   }
 }
