@@ -8,15 +8,13 @@
  * of 20 concurrent writers, one winner each). `--loose` ignores headers it does not know and
  * `--skipApiVersionCheck` accepts the SDK's newer API version. Tests create their own containers.
  */
-import type { ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
-import { freePort, spawnCapturing, stopProcess } from "../support/server-process.js";
+import { spawnCapturing, startOnFreePort, stopProcess } from "../support/server-process.js";
 import type { StartedServer } from "./global-setup.js";
 
 /** azurite's well-known development account (public, documented by Microsoft). */
 export const AZURITE_ACCOUNT = "devstoreaccount1";
 export const AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-const READY_TIMEOUT_MS = 20_000;
 const binary = join(resolve(import.meta.dirname, "../.."), "node_modules", ".bin", "azurite-blob");
 
 export interface Azurite extends StartedServer {
@@ -31,57 +29,35 @@ export function azuriteConnectionString(blobEndpoint: string): string {
 }
 
 export async function startAzurite(): Promise<Azurite> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
-    const { child, output } = spawnCapturing(binary, [
-      "--blobHost",
-      "127.0.0.1",
-      "--blobPort",
-      String(port),
-      "--inMemoryPersistence",
-      "--disableTelemetry",
-      "--skipApiVersionCheck",
-      "--loose",
-      "--silent",
-    ]);
-    const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
-    try {
-      await waitUntilReady(child, `http://127.0.0.1:${port}`, output);
-      const connectionString = azuriteConnectionString(endpoint);
-      return {
-        endpoint,
-        connectionString,
-        env: { AZURE_BLOB_ENDPOINT: endpoint, AZURE_BLOB_CONNECTION_STRING: connectionString },
-        stop: () => stopProcess(child),
-      };
-    } catch (error) {
-      lastError = error;
-      await stopProcess(child);
-    }
-  }
-  throw lastError;
-}
-
-async function waitUntilReady(child: ChildProcess, base: string, output: () => string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let exited = false;
-  child.once("exit", () => {
-    exited = true;
-  });
-  while (Date.now() < deadline) {
-    if (exited) throw new Error(`azurite exited while starting (code ${child.exitCode}):\n${output()}`);
-    try {
+  const { child, port } = await startOnFreePort(
+    "azurite",
+    (port) =>
+      spawnCapturing(binary, [
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        String(port),
+        "--inMemoryPersistence",
+        "--disableTelemetry",
+        "--skipApiVersionCheck",
+        "--loose",
+        "--silent",
+      ]),
+    async (port) => {
       // Any answer (400 for a request without an account) means it is listening.
-      const response = await fetch(base, { signal: AbortSignal.timeout(1000) });
+      const response = await fetch(`http://127.0.0.1:${port}`, { signal: AbortSignal.timeout(1000) });
       await response.arrayBuffer();
-      return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`azurite did not answer at ${base} within ${READY_TIMEOUT_MS} ms:\n${output()}`);
+      return true;
+    },
+  );
+  const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
+  const connectionString = azuriteConnectionString(endpoint);
+  return {
+    endpoint,
+    connectionString,
+    env: { AZURE_BLOB_ENDPOINT: endpoint, AZURE_BLOB_CONNECTION_STRING: connectionString },
+    stop: () => stopProcess(child),
+  };
 }
 
 export async function start(): Promise<StartedServer> {

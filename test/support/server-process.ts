@@ -1,7 +1,7 @@
 /**
- * What every locally started server needs (fake-gcs-server in tests, etcd in the benchmarks,
- * wrangler dev): a free loopback port, the tail of its output for error messages, and a stop
- * that escalates to SIGKILL.
+ * What every locally started server needs (fake-gcs-server, versitygw and azurite in tests, etcd
+ * in the benchmarks, wrangler dev): a free loopback port, the tail of its output for error
+ * messages, waiting until it answers, and a stop that escalates to SIGKILL.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -36,4 +36,55 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Starts a server on a free loopback port and waits until `ready(port)` resolves true. A port
+ * picked free can be taken before the server binds it, so a server that exits or never answers is
+ * stopped and tried again on another port (3 attempts); the last failure carries its own output.
+ * `ready` may throw while the server is not listening yet.
+ */
+export async function startOnFreePort(
+  what: string,
+  launch: (port: number, attempt: number) => { child: ChildProcess; output: () => string },
+  ready: (port: number) => Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<{ child: ChildProcess; port: number }> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const { child, output } = launch(port, attempt);
+    try {
+      await waitUntilReady(`${what} on 127.0.0.1:${port}`, child, output, () => ready(port), timeoutMs);
+      return { child, port };
+    } catch (error) {
+      lastError = error;
+      await stopProcess(child);
+    }
+  }
+  throw lastError;
+}
+
+async function waitUntilReady(
+  what: string,
+  child: ChildProcess,
+  output: () => string,
+  ready: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
+  });
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`${what} exited while starting (code ${child.exitCode}):\n${output()}`);
+    try {
+      if (await ready()) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what} did not answer within ${timeoutMs} ms:\n${output()}`);
 }
