@@ -4,8 +4,9 @@
  * socket is destroyed), throttling and 5xx answers, and calls that never answer. These are real
  * HTTP exchanges, not SDK mocks. Every other request is forwarded untouched.
  */
-import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { forward, type Reply, readAll } from "./forward.js";
 
 export type PutFault =
   /** Forward, let dynalite apply it, then destroy the socket instead of answering. */
@@ -104,21 +105,6 @@ export class DynamoProxy {
   }
 }
 
-function readAll(stream: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve(Buffer.concat(chunks)));
-    stream.on("error", reject);
-  });
-}
-
-interface Reply {
-  status: number;
-  headers: Record<string, string | string[]>;
-  body: Buffer;
-}
-
 /** Adds `Item` to a ConditionalCheckFailedException reply, read with a consistent GetItem. */
 async function withOldItem(upstream: URL, req: IncomingMessage, body: Buffer, reply: Reply): Promise<Reply> {
   const error = JSON.parse(reply.body.toString() || "{}") as { __type?: string; Item?: unknown };
@@ -131,39 +117,15 @@ async function withOldItem(upstream: URL, req: IncomingMessage, body: Buffer, re
   // UpdateItem names its key; PutItem's item holds it (the test tables' key is "pk").
   const key = write.Key ?? Object.fromEntries(Object.entries(write.Item ?? {}).filter(([k]) => k === "pk"));
   const get = Buffer.from(JSON.stringify({ TableName: write.TableName, Key: key, ConsistentRead: true }));
-  const headers = { ...req.headers, "x-amz-target": "DynamoDB_20120810.GetItem" };
+  const headers = {
+    ...req.headers,
+    "x-amz-target": "DynamoDB_20120810.GetItem",
+    "content-length": String(get.length),
+  };
   const current = await forward(upstream, { method: "POST", url: req.url, headers }, get);
   const item = (JSON.parse(current.body.toString()) as { Item?: unknown }).Item;
   const patched = Buffer.from(JSON.stringify({ ...error, ...(item ? { Item: item } : {}) }));
   return { ...reply, body: patched, headers: { ...reply.headers, "content-length": String(patched.length) } };
-}
-
-type Outgoing = Pick<IncomingMessage, "method" | "url" | "headers">;
-
-async function forward(upstream: URL, req: Outgoing, body: Buffer): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const out = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: upstream.host, connection: "close", "content-length": String(body.length) },
-      },
-      (reply) => {
-        readAll(reply).then((data) => {
-          const headers: Record<string, string | string[]> = {};
-          for (const [k, v] of Object.entries(reply.headers)) {
-            if (v !== undefined && k !== "connection" && k !== "transfer-encoding") headers[k] = v;
-          }
-          headers["content-length"] = String(data.length);
-          resolve({ status: reply.statusCode ?? 502, headers, body: data });
-        }, reject);
-      },
-    );
-    out.on("error", reject);
-    out.end(body);
-  });
 }
 
 /** An error body in the DynamoDB JSON protocol's shape, as real DynamoDB sends it. */

@@ -4,13 +4,8 @@
  * the write applied; and into object downloads (the reads): an error status or a connection cut
  * before any answer. Everything else passes through untouched.
  */
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { forward, readAll } from "./forward.js";
 
 export type UploadFault =
   /** Forward the upload (it applies), then cut the connection instead of answering. */
@@ -100,7 +95,7 @@ export class GcsFaultProxy {
       case "429":
         return sendError(res, 429, "rateLimitExceeded");
     }
-    const answer = await this.forward(req, body);
+    const answer = await forward(this.upstream, req, body);
     if (fault === "reset-after-apply") {
       req.socket.destroy();
       return;
@@ -109,37 +104,6 @@ export class GcsFaultProxy {
     res.writeHead(answer.status, answer.headers);
     res.end(answer.body);
   }
-
-  private forward(
-    req: IncomingMessage,
-    body: Buffer,
-  ): Promise<{ status: number; headers: IncomingMessage["headers"]; body: Buffer }> {
-    return new Promise((resolve, reject) => {
-      const upstream = httpRequest(
-        {
-          host: this.upstream.hostname,
-          port: this.upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: this.upstream.host },
-        },
-        (response) => {
-          readAll(response).then(
-            (data) => resolve({ status: response.statusCode ?? 502, headers: response.headers, body: data }),
-            reject,
-          );
-        },
-      );
-      upstream.on("error", reject);
-      upstream.end(body);
-    });
-  }
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks);
 }
 
 /** The JSON error shape GCS sends, so the SDK classifies it as it would a real one. */

@@ -5,14 +5,9 @@
  * ConditionalRequestConflict, hangs and slow answers. Real HTTP exchanges, not SDK mocks; the
  * request is forwarded byte for byte with its own Host header, so signatures stay valid.
  */
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { forward, readAll } from "./forward.js";
 
 export type Flavor = "s3" | "azure";
 
@@ -158,7 +153,7 @@ export class ObjectStoreProxy {
     }
     this.forwarding++;
     try {
-      const answer = await this.forward(req, body);
+      const answer = await forward(this.upstream, req, body, { keepHost: true });
       if (fault === "reset-after-apply") {
         req.socket.destroy();
         return;
@@ -172,30 +167,6 @@ export class ObjectStoreProxy {
     } finally {
       this.forwarding--;
     }
-  }
-
-  private forward(
-    req: IncomingMessage,
-    body: Buffer,
-  ): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
-    return new Promise((resolve, reject) => {
-      const headers = { ...req.headers, connection: "close" };
-      const upstream = httpRequest(
-        { host: this.upstream.hostname, port: this.upstream.port, method: req.method, path: req.url, headers },
-        (response) => {
-          readAll(response).then((data) => {
-            const out: Record<string, string | string[]> = {};
-            for (const [k, v] of Object.entries(response.headers)) {
-              if (v !== undefined && k !== "connection" && k !== "transfer-encoding") out[k] = v;
-            }
-            out["content-length"] = String(data.length);
-            resolve({ status: response.statusCode ?? 502, headers: out, body: data });
-          }, reject);
-        },
-      );
-      upstream.on("error", reject);
-      upstream.end(body);
-    });
   }
 
   /** The error shape each service sends, so the SDK classifies it as it would a real one. */
@@ -223,13 +194,4 @@ export class ObjectStoreProxy {
     res.writeHead(status, headers);
     res.end(xml);
   }
-}
-
-function readAll(stream: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve(Buffer.concat(chunks)));
-    stream.on("error", reject);
-  });
 }
