@@ -70,19 +70,35 @@ const fieldsSchema = z.strictObject(
   { error: "expected an options object with store and name" },
 );
 
+/** The timing every campaigner resolves alike (the elector, the sharded elector). */
 export interface ResolvedTiming {
+  leaseMs: number;
   renewMs: number;
   retryMs: number;
   safetyMs: number;
+  jitter: number;
+  maxSkewMs: number;
+  callTimeoutMs: number;
+  graceMs: number;
 }
 
 /**
  * Fills in the timing defaults (client-go's proportions: safety a tenth, renew a third, retry
- * 2 s of 15) and checks the relations between them, adding to `issues`. `holder` names who must
- * renew before its safe window closes, for the message.
+ * 2 s of 15; a store call may take a renewal interval, a stop may take a lease) and checks the
+ * relations between them, adding to `issues`. `holder` names who must renew before its safe
+ * window closes, for the message.
  */
 export function resolveTiming(
-  o: { leaseMs: number; renewMs?: number | undefined; retryMs?: number | undefined; safetyMs?: number | undefined },
+  o: {
+    leaseMs: number;
+    renewMs?: number | undefined;
+    retryMs?: number | undefined;
+    safetyMs?: number | undefined;
+    jitter: number;
+    maxSkewMs: number;
+    callTimeoutMs?: number | undefined;
+    graceMs?: number | undefined;
+  },
   issues: FieldIssue[],
   holder: string,
 ): ResolvedTiming {
@@ -101,33 +117,7 @@ export function resolveTiming(
   if (retryMs > o.leaseMs) {
     issues.push({ path: "retryMs", message: `expected at most leaseMs (${o.leaseMs}), got ${retryMs}` });
   }
-  return { renewMs, retryMs, safetyMs };
-}
-
-export interface ResolvedElectorOptions {
-  name: string;
-  identity: string | undefined;
-  leaseMs: number;
-  renewMs: number;
-  retryMs: number;
-  safetyMs: number;
-  jitter: number;
-  maxSkewMs: number;
-  callTimeoutMs: number;
-  graceMs: number;
-  metadata: Record<string, string>;
-}
-
-export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
-  const parsed = fieldsSchema.safeParse(options);
-  if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
-  const o = parsed.data;
-  const issues: FieldIssue[] = [];
-  const { renewMs, retryMs, safetyMs } = resolveTiming(o, issues, "the leader");
-  if (issues.length > 0) throw new LeaseValidationError("elector options", issues);
   return {
-    name: o.name,
-    identity: o.identity,
     leaseMs: o.leaseMs,
     renewMs,
     retryMs,
@@ -136,8 +126,23 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
     maxSkewMs: o.maxSkewMs,
     callTimeoutMs: o.callTimeoutMs ?? renewMs,
     graceMs: o.graceMs ?? o.leaseMs,
-    metadata: o.metadata,
   };
+}
+
+export interface ResolvedElectorOptions extends ResolvedTiming {
+  name: string;
+  identity: string | undefined;
+  metadata: Record<string, string>;
+}
+
+export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
+  const parsed = fieldsSchema.safeParse(options);
+  if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
+  const o = parsed.data;
+  const issues: FieldIssue[] = [];
+  const timing = resolveTiming(o, issues, "the leader");
+  if (issues.length > 0) throw new LeaseValidationError("elector options", issues);
+  return { name: o.name, identity: o.identity, ...timing, metadata: o.metadata };
 }
 
 /**

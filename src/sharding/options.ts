@@ -4,7 +4,14 @@
  * every 5 s, retry every 2 s); the sharding ones are explained in docs/sharding.md.
  */
 import { z } from "zod";
-import { ms, resolveTiming, storeField, timingFields, validateCallbackArguments } from "../elector/options.js";
+import {
+  ms,
+  type ResolvedTiming,
+  resolveTiming,
+  storeField,
+  timingFields,
+  validateCallbackArguments,
+} from "../elector/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { validateBucketCount } from "./bucket-of.js";
@@ -29,20 +36,12 @@ const fieldsSchema = z.strictObject(
   { error: "expected an options object with store, group and buckets" },
 );
 
-export interface ResolvedShardedOptions {
+export interface ResolvedShardedOptions extends ResolvedTiming {
   group: string;
   identity: string;
   memberName: string;
   /** The count a new group starts with; an existing group's config record wins. */
   buckets: number;
-  leaseMs: number;
-  renewMs: number;
-  retryMs: number;
-  safetyMs: number;
-  jitter: number;
-  maxSkewMs: number;
-  callTimeoutMs: number;
-  graceMs: number;
   settleMs: number;
   pollMs: number;
   /** `undefined`: ceil(buckets / 8), recomputed when the count changes. */
@@ -68,7 +67,7 @@ export function resolveShardedOptions(options: unknown): ResolvedShardedOptions 
     o.identity === undefined ? `m-${crypto.randomUUID().slice(0, 8)}` : validateMemberId(o.identity),
   );
   const buckets = check(() => validateBucketCount(o.buckets, "buckets", "sharded elector options"));
-  const { renewMs, retryMs, safetyMs } = resolveTiming(o, issues, "a member");
+  const timing = resolveTiming(o, issues, "a member");
   if (issues.length > 0 || group === undefined || identity === undefined || buckets === undefined) {
     throw new LeaseValidationError("sharded elector options", issues);
   }
@@ -77,16 +76,9 @@ export function resolveShardedOptions(options: unknown): ResolvedShardedOptions 
     identity,
     memberName: memberName(group, identity),
     buckets,
-    leaseMs: o.leaseMs,
-    renewMs,
-    retryMs,
-    safetyMs,
-    jitter: o.jitter,
-    maxSkewMs: o.maxSkewMs,
-    callTimeoutMs: o.callTimeoutMs ?? renewMs,
-    graceMs: o.graceMs ?? o.leaseMs,
+    ...timing,
     settleMs: o.settleMs ?? o.leaseMs,
-    pollMs: o.pollMs ?? renewMs,
+    pollMs: o.pollMs ?? timing.renewMs,
     handoffBatch: o.handoffBatch,
   };
 }
