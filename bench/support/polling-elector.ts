@@ -17,6 +17,7 @@
  * Field mapping: HolderIdentity = holder ("" = null), RenewTime = renewedAt, LeaseDurationSeconds =
  * leaseMs, LeaderTransitions = term, resourceVersion = revision.
  */
+import { systemClock } from "../../src/clock.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../../src/lease.js";
 
 export interface PollingElectorOptions {
@@ -79,7 +80,7 @@ export class PollingElector {
     // acquire(): JitterUntil, sliding: the wait starts after each attempt.
     while (!stopped.aborted) {
       if (await this.tryAcquireOrRenew()) break;
-      await sleep(retryMs * (1 + jitterFactor * Math.random()), stopped);
+      await systemClock.sleep(retryMs * (1 + jitterFactor * Math.random()), stopped);
     }
     if (stopped.aborted) return;
     const term = this.observed?.term ?? 0;
@@ -94,14 +95,14 @@ export class PollingElector {
           break;
         }
         if (performance.now() + retryMs >= deadline) break;
-        await sleep(retryMs, stopped);
+        await systemClock.sleep(retryMs, stopped);
       }
       if (stopped.aborted) break;
       if (!renewed) {
         this.events.deposed?.(term);
         return;
       }
-      await sleep(retryMs, stopped);
+      await systemClock.sleep(retryMs, stopped);
     }
     if (this.releaseOnCancel) await this.release();
   }
@@ -180,17 +181,4 @@ export class PollingElector {
     this.observedRaw = raw;
     this.observedAt = performance.now();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

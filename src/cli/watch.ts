@@ -4,6 +4,7 @@
  * reports it: a local timer prints "expired" when `renewedAt + leaseMs` passes on this machine's
  * wall clock without a change (informational, like `status`).
  */
+import { systemClock } from "../clock.js";
 import type { LeaseStore, Stored } from "../lease.js";
 import { validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
@@ -92,7 +93,7 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
         if (store.watch) {
           await follow(store, name, abort.signal, observe);
           // The stream ended without being asked to (server restart): reconnect, gently.
-          await sleep(1000, abort.signal);
+          await systemClock.sleep(1000, abort.signal);
         } else {
           await poll(store, name, abort.signal, o.pollMs ?? 1000, observe, o.onPoll);
         }
@@ -101,7 +102,7 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
         // A refused token stays refused: end (the caller names LEASEHOLD_TOKEN), do not retry forever.
         if (authFailure(error, io.env) !== undefined) throw error;
         io.say(`store error: ${errorMessage(error)}; retrying in 1s`);
-        await sleep(1000, abort.signal);
+        await systemClock.sleep(1000, abort.signal);
       }
     }
     return 0;
@@ -134,20 +135,6 @@ async function poll(
   while (!signal.aborted) {
     observe(await store.get(name, { signal }));
     onPoll?.();
-    await sleep(everyMs, signal);
+    await systemClock.sleep(everyMs, signal);
   }
-}
-
-/** Resolves after `ms` or on abort, and always removes its listener (one poll a second for hours must not pile them up). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
