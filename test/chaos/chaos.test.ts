@@ -6,14 +6,14 @@
  * the window of seeds (the default is fixed, so CI runs are reproducible).
  */
 import { describe, expect, it } from "vitest";
-import { type Backend, runScenario } from "./scenario.js";
+import { type Backend, runScenario, type ScenarioStats } from "./scenario.js";
 import { addResult, type ChaosTotals, emptyTotals } from "./summary.js";
 
 const RUNS_PER_BACKEND = 100;
 const FROM = Number(process.env.CHAOS_SEED_FROM ?? 1);
 
 async function budget(backend: Backend): Promise<ChaosTotals> {
-  const totals = emptyTotals();
+  const totals = emptyTotals<ScenarioStats>();
   for (let seed = FROM; seed < FROM + RUNS_PER_BACKEND; seed++) {
     const r = await runScenario(seed, backend);
     addResult(totals, r);

@@ -14,16 +14,7 @@
 import { parseArgs } from "node:util";
 import { type Backend, runScenario } from "./scenario.js";
 import { runShardedScenario } from "./sharded-scenario.js";
-import {
-  addResult,
-  addShardedResult,
-  type ChaosTotals,
-  emptyShardedTotals,
-  emptyTotals,
-  renderShardedTotals,
-  renderTotals,
-  type ShardedTotals,
-} from "./summary.js";
+import { addResult, emptyTotals, renderShardedTotals, renderTotals, type Totals } from "./summary.js";
 
 const { values } = parseArgs({
   options: {
@@ -48,8 +39,10 @@ if (values.seed !== undefined) {
   process.exit((await replay(Number(values.seed), values.sharded)) ? 1 : 0);
 }
 let violations = 0;
-if (!values.sharded) violations += await plainRuns(Number(values.runs ?? 500));
-if (!values.plain) violations += await shardedRuns(Number(values.runs ?? 1000));
+if (!values.sharded) violations += await runMany(Number(values.runs ?? 500), runScenario, renderTotals, "");
+if (!values.plain) {
+  violations += await runMany(Number(values.runs ?? 1000), runShardedScenario, renderShardedTotals, "--sharded ");
+}
 process.exit(violations > 0 ? 1 : 0);
 
 /** Replays one scenario of either kind with its timeline; true when it found a violation. */
@@ -68,38 +61,31 @@ async function replay(seed: number, sharded: boolean): Promise<boolean> {
   return failed;
 }
 
-/** Runs `runs` elector scenarios per backend, prints their table, returns the violation count. */
-async function plainRuns(runs: number): Promise<number> {
+/**
+ * Runs `runs` scenarios of one kind per backend, prints their table, returns the violation count.
+ * `replay` is the flag that replays one of them (`--sharded` or nothing).
+ */
+async function runMany<S>(
+  runs: number,
+  scenario: (
+    seed: number,
+    backend: Backend,
+  ) => Promise<{ seed: number; backend: Backend; violations: string[]; stats: S & { faults: Record<string, number> } }>,
+  render: (totals: Map<string, Totals<S>>, wallMs: number) => string,
+  replay: string,
+): Promise<number> {
   const started = performance.now();
-  const totals = new Map<string, ChaosTotals>(backends.map((b) => [b, emptyTotals()]));
+  const totals = new Map<string, Totals<S>>(backends.map((b) => [b, emptyTotals<S>()]));
   for (let i = 0; i < runs; i++) {
     for (const backend of backends) {
-      const r = await runScenario(from + i, backend);
+      const r = await scenario(from + i, backend);
       addResult(totals.get(backend)!, r);
       if (r.violations.length > 0) {
         console.error(`seed ${r.seed} (${backend}): ${r.violations.join("; ")}`);
-        console.error(`  replay: npm run chaos -- --seed ${r.seed} --backend ${backend}`);
+        console.error(`  replay: npm run chaos -- ${replay}--seed ${r.seed} --backend ${backend}`);
       }
     }
   }
-  console.log(renderTotals(totals, performance.now() - started));
-  return [...totals.values()].reduce((n, t) => n + t.violations, 0);
-}
-
-/** Runs `runs` sharded scenarios per backend, prints their table, returns the violation count. */
-async function shardedRuns(runs: number): Promise<number> {
-  const started = performance.now();
-  const totals = new Map<string, ShardedTotals>(backends.map((b) => [b, emptyShardedTotals()]));
-  for (let i = 0; i < runs; i++) {
-    for (const backend of backends) {
-      const r = await runShardedScenario(from + i, backend);
-      addShardedResult(totals.get(backend)!, r);
-      if (r.violations.length > 0) {
-        console.error(`seed ${r.seed} (${backend}): ${r.violations.join("; ")}`);
-        console.error(`  replay: npm run chaos -- --sharded --seed ${r.seed} --backend ${backend}`);
-      }
-    }
-  }
-  console.log(renderShardedTotals(totals, performance.now() - started));
+  console.log(render(totals, performance.now() - started));
   return [...totals.values()].reduce((n, t) => n + t.violations, 0);
 }

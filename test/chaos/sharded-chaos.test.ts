@@ -7,17 +7,17 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Backend } from "./scenario.js";
-import { runShardedScenario } from "./sharded-scenario.js";
-import { addShardedResult, emptyShardedTotals, type ShardedTotals } from "./summary.js";
+import { runShardedScenario, type ShardedScenarioStats } from "./sharded-scenario.js";
+import { addResult, emptyTotals, type ShardedTotals } from "./summary.js";
 
 const RUNS: Record<Backend, number> = { memory: 150, sqlite: 50 };
 const FROM = Number(process.env.CHAOS_SEED_FROM ?? 1);
 
 async function budget(backend: Backend): Promise<ShardedTotals> {
-  const totals = emptyShardedTotals();
+  const totals = emptyTotals<ShardedScenarioStats>();
   for (let seed = FROM; seed < FROM + RUNS[backend]; seed++) {
     const r = await runShardedScenario(seed, backend);
-    addShardedResult(totals, r);
+    addResult(totals, r);
     if (r.violations.length > 0) {
       throw new Error(
         `sharded chaos seed ${seed} on ${backend} (${r.summary}) failed:\n  ${r.violations.slice(0, 5).join("\n  ")}\n` +

@@ -1,148 +1,98 @@
 /** Adds up scenario results and renders them as the Markdown tables `npm run chaos` prints. */
 import { printTable } from "../../bench/table.js";
-import type { ScenarioResult } from "./scenario.js";
-import type { ShardedScenarioResult } from "./sharded-scenario.js";
+import type { ScenarioStats } from "./scenario.js";
+import type { ShardedScenarioStats } from "./sharded-scenario.js";
 
-export interface ChaosTotals {
+/** What every scenario result carries, single-lease or sharded. */
+interface Result<S> {
+  seed: number;
+  backend: string;
+  violations: string[];
+  stats: S & { faults: Record<string, number> };
+}
+
+type NumericStats<S> = { [K in keyof S as S[K] extends number ? K : never]: number };
+
+/** Scenario counts, faults by kind, every numeric stat summed, violations and the seeds that had any. */
+export type Totals<S> = NumericStats<S> & {
   scenarios: number;
   faults: Map<string, number>;
-  elections: number;
-  fencedAccepted: number;
-  fencedRejected: number;
-  staleWrites: number;
   violations: number;
   failedSeeds: string[];
-  virtualMs: number;
+};
+export type ChaosTotals = Totals<ScenarioStats>;
+export type ShardedTotals = Totals<ShardedScenarioStats>;
+
+export function emptyTotals<S>(): Totals<S> {
+  return { scenarios: 0, faults: new Map(), violations: 0, failedSeeds: [] } as unknown as Totals<S>;
 }
 
-export function emptyTotals(): ChaosTotals {
-  return {
-    scenarios: 0,
-    faults: new Map(),
-    elections: 0,
-    fencedAccepted: 0,
-    fencedRejected: 0,
-    staleWrites: 0,
-    violations: 0,
-    failedSeeds: [],
-    virtualMs: 0,
-  };
-}
-
-export function addResult(totals: ChaosTotals, r: ScenarioResult): void {
+export function addResult<S>(totals: Totals<S>, r: Result<S>): void {
   totals.scenarios++;
+  const sums = totals as unknown as Record<string, number>;
+  for (const [key, value] of Object.entries(r.stats as object)) {
+    if (typeof value === "number") sums[key] = (sums[key] ?? 0) + value;
+  }
   for (const [kind, n] of Object.entries(r.stats.faults)) totals.faults.set(kind, (totals.faults.get(kind) ?? 0) + n);
-  totals.elections += r.stats.elections;
-  totals.fencedAccepted += r.stats.fencedAccepted;
-  totals.fencedRejected += r.stats.fencedRejected;
-  totals.staleWrites += r.stats.staleWrites;
   totals.violations += r.violations.length;
-  totals.virtualMs += r.stats.virtualMs;
   if (r.violations.length > 0) totals.failedSeeds.push(`${r.backend}:${r.seed}`);
 }
 
-export function renderTotals(byBackend: Map<string, ChaosTotals>, wallMs: number): string {
+type Row<S> = [label: string, value: (t: Totals<S>) => number];
+
+/** One column per backend: scenarios, virtual time, faults by kind, then `rows`, violations, failing seeds. */
+function render<S>(title: string, note: string, byBackend: Map<string, Totals<S>>, rows: Array<Row<S>>): string {
   const backends = [...byBackend.keys()];
-  const column = (f: (t: ChaosTotals) => string | number) => backends.map((b) => f(byBackend.get(b)!));
+  const column = (f: (t: Totals<S>) => string | number) => backends.map((b) => f(byBackend.get(b)!));
   const kinds = [...new Set(backends.flatMap((b) => [...byBackend.get(b)!.faults.keys()]))].sort();
-  const rows: Array<Array<string | number>> = [
-    ["scenarios", ...column((t) => t.scenarios)],
-    ["virtual time (s)", ...column((t) => Math.round(t.virtualMs / 1000))],
-    ...kinds.map((k) => [`faults: ${k}`, ...column((t) => t.faults.get(k) ?? 0)]),
-    ["faults: total", ...column((t) => [...t.faults.values()].reduce((a, b) => a + b, 0))],
-    ["leadership changes (elections)", ...column((t) => t.elections)],
-    ["fenced writes accepted", ...column((t) => t.fencedAccepted)],
-    ["fenced writes rejected", ...column((t) => t.fencedRejected)],
-    ["writes by leaders past their safe window", ...column((t) => t.staleWrites)],
-    ["violations", ...column((t) => t.violations)],
-    ["failing seeds", ...column((t) => t.failedSeeds.join(" ") || "none")],
-  ];
+  const virtualMs = (t: Totals<S>) => (t as unknown as Record<string, number>).virtualMs ?? 0;
   return printTable({
-    title: "leasehold chaos run",
-    note: `Seeded scenarios on the manual clock; ${Math.round(wallMs / 100) / 10} s of real time.`,
+    title,
+    note,
     columns: ["", ...backends],
-    rows,
+    rows: [
+      ["scenarios", ...column((t) => t.scenarios)],
+      ["virtual time (s)", ...column((t) => Math.round(virtualMs(t) / 1000))],
+      ...kinds.map((k) => [`faults: ${k}`, ...column((t) => t.faults.get(k) ?? 0)]),
+      ...rows.map(([label, value]) => [label, ...column(value)]),
+      ["violations", ...column((t) => t.violations)],
+      ["failing seeds", ...column((t) => t.failedSeeds.join(" ") || "none")],
+    ],
   });
 }
 
-/** Totals of sharded scenarios (sharded-scenario.ts). */
-export interface ShardedTotals {
-  scenarios: number;
-  faults: Map<string, number>;
-  assignments: number;
-  handoffs: number;
-  takeovers: number;
-  fences: number;
-  reshards: number;
-  fencedAccepted: number;
-  fencedRejected: number;
-  staleWrites: number;
-  unownedQuietMs: number;
-  violations: number;
-  failedSeeds: string[];
-  virtualMs: number;
-}
+const realTime = (wallMs: number) => `${Math.round(wallMs / 100) / 10} s of real time`;
 
-export function emptyShardedTotals(): ShardedTotals {
-  return {
-    scenarios: 0,
-    faults: new Map(),
-    assignments: 0,
-    handoffs: 0,
-    takeovers: 0,
-    fences: 0,
-    reshards: 0,
-    fencedAccepted: 0,
-    fencedRejected: 0,
-    staleWrites: 0,
-    unownedQuietMs: 0,
-    violations: 0,
-    failedSeeds: [],
-    virtualMs: 0,
-  };
-}
-
-export function addShardedResult(totals: ShardedTotals, r: ShardedScenarioResult): void {
-  totals.scenarios++;
-  for (const [kind, n] of Object.entries(r.stats.faults)) totals.faults.set(kind, (totals.faults.get(kind) ?? 0) + n);
-  totals.assignments += r.stats.assignments;
-  totals.handoffs += r.stats.handoffs;
-  totals.takeovers += r.stats.takeovers;
-  totals.fences += r.stats.fences;
-  totals.reshards += r.stats.reshards;
-  totals.fencedAccepted += r.stats.fencedAccepted;
-  totals.fencedRejected += r.stats.fencedRejected;
-  totals.staleWrites += r.stats.staleWrites;
-  totals.unownedQuietMs += r.stats.unownedQuietMs;
-  totals.violations += r.violations.length;
-  totals.virtualMs += r.stats.virtualMs;
-  if (r.violations.length > 0) totals.failedSeeds.push(`${r.backend}:${r.seed}`);
+export function renderTotals(byBackend: Map<string, ChaosTotals>, wallMs: number): string {
+  return render<ScenarioStats>(
+    "leasehold chaos run",
+    `Seeded scenarios on the manual clock; ${realTime(wallMs)}.`,
+    byBackend,
+    [
+      ["faults: total", (t) => [...t.faults.values()].reduce((a, b) => a + b, 0)],
+      ["leadership changes (elections)", (t) => t.elections],
+      ["fenced writes accepted", (t) => t.fencedAccepted],
+      ["fenced writes rejected", (t) => t.fencedRejected],
+      ["writes by leaders past their safe window", (t) => t.staleWrites],
+    ],
+  );
 }
 
 export function renderShardedTotals(byBackend: Map<string, ShardedTotals>, wallMs: number): string {
-  const backends = [...byBackend.keys()];
-  const column = (f: (t: ShardedTotals) => string | number) => backends.map((b) => f(byBackend.get(b)!));
-  const kinds = [...new Set(backends.flatMap((b) => [...byBackend.get(b)!.faults.keys()]))].sort();
-  const rows: Array<Array<string | number>> = [
-    ["scenarios", ...column((t) => t.scenarios)],
-    ["virtual time (s)", ...column((t) => Math.round(t.virtualMs / 1000))],
-    ...kinds.map((k) => [`faults: ${k}`, ...column((t) => t.faults.get(k) ?? 0)]),
-    ["buckets taken up (tenures)", ...column((t) => t.assignments)],
-    ["hand-offs on request", ...column((t) => t.handoffs)],
-    ["forced takeovers (after a fence)", ...column((t) => t.takeovers)],
-    ["expired sessions fenced", ...column((t) => t.fences)],
-    ["bucket count changes", ...column((t) => t.reshards)],
-    ["fenced writes accepted", ...column((t) => t.fencedAccepted)],
-    ["fenced writes rejected", ...column((t) => t.fencedRejected)],
-    ["writes by members past their session window", ...column((t) => t.staleWrites)],
-    ["bucket-ms unowned once balanced at the end", ...column((t) => Math.round(t.unownedQuietMs))],
-    ["violations", ...column((t) => t.violations)],
-    ["failing seeds", ...column((t) => t.failedSeeds.join(" ") || "none")],
-  ];
-  return printTable({
-    title: "leasehold sharded chaos run",
-    note: `Seeded sharded scenarios on the manual clock; ${Math.round(wallMs / 100) / 10} s of real time.`,
-    columns: ["", ...backends],
-    rows,
-  });
+  return render<ShardedScenarioStats>(
+    "leasehold sharded chaos run",
+    `Seeded sharded scenarios on the manual clock; ${realTime(wallMs)}.`,
+    byBackend,
+    [
+      ["buckets taken up (tenures)", (t) => t.assignments],
+      ["hand-offs on request", (t) => t.handoffs],
+      ["forced takeovers (after a fence)", (t) => t.takeovers],
+      ["expired sessions fenced", (t) => t.fences],
+      ["bucket count changes", (t) => t.reshards],
+      ["fenced writes accepted", (t) => t.fencedAccepted],
+      ["fenced writes rejected", (t) => t.fencedRejected],
+      ["writes by members past their session window", (t) => t.staleWrites],
+      ["bucket-ms unowned once balanced at the end", (t) => Math.round(t.unownedQuietMs)],
+    ],
+  );
 }
