@@ -8,14 +8,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
 import type { LeaseStore } from "../src/lease.js";
 import { AzureBlobStore } from "../src/stores/azure-blob.js";
 import { S3Store } from "../src/stores/s3.js";
 import { AZURITE_ACCOUNT, azuriteConnectionString } from "./servers/azurite.server.js";
-import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
 import { CliProcesses, jobCommand, readLog, until } from "./support/cli-processes.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-objects-"));
@@ -30,15 +29,7 @@ interface Target {
 async function s3Target(): Promise<Target> {
   const endpoint = process.env.S3_ENDPOINT;
   if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
-  const bucket = `cli-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
-  const admin = new S3Client({
-    endpoint,
-    region: S3_TEST_REGION,
-    forcePathStyle: true,
-    credentials: S3_TEST_CREDENTIALS,
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  admin.destroy();
+  const bucket = await createTestBucket(endpoint, "cli");
   return {
     url: `s3://${bucket}/leases/?endpoint=${endpoint}&pathStyle=true`,
     env: {

@@ -11,13 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleLambda } from "../infra/aws/lib/bundle.js";
 import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { S3Store } from "../src/stores/s3.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
-import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 interface Reply {
@@ -125,15 +124,7 @@ describe("infra/aws: the bundled Lambda handler against dynalite", () => {
   it('serves the S3 store when LEASEHOLD_STORE is an s3:// URL (the stack\'s store: "s3"), on versitygw', async () => {
     const endpoint = process.env.S3_ENDPOINT;
     if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
-    const bucket = `lambda-${Date.now().toString(36)}`;
-    const admin = new S3Client({
-      endpoint,
-      region: S3_TEST_REGION,
-      forcePathStyle: true,
-      credentials: S3_TEST_CREDENTIALS,
-    });
-    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-    admin.destroy();
+    const bucket = await createTestBucket(endpoint, "lambda");
     const name = uniqueName("smoke").replace("/", "-");
     const path = `/v1/leases/${encodeURIComponent(name)}`;
     // The bundle's S3 client takes its credentials from the environment, as on Lambda (the role's keys).

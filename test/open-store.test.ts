@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { CreateBucketCommand, HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -14,7 +14,7 @@ import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
-import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-open-"));
@@ -240,14 +240,8 @@ describe("openStore against the real servers", () => {
   it("s3://: objects under the URL's prefix on versitygw, credentials from the SDK's environment chain", async () => {
     const endpoint = process.env.S3_ENDPOINT;
     if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
-    const bucket = `open-store-${Date.now().toString(36)}`;
-    const admin = new S3Client({
-      endpoint,
-      region: S3_TEST_REGION,
-      forcePathStyle: true,
-      credentials: S3_TEST_CREDENTIALS,
-    });
-    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    const bucket = await createTestBucket(endpoint, "open-store");
+    const admin = s3TestClient(endpoint);
     vi.stubEnv("AWS_ACCESS_KEY_ID", S3_TEST_CREDENTIALS.accessKeyId);
     vi.stubEnv("AWS_SECRET_ACCESS_KEY", S3_TEST_CREDENTIALS.secretAccessKey);
     try {

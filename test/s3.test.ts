@@ -11,14 +11,13 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  S3Client,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { S3Store, type S3StoreOptions } from "../src/stores/s3.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
-import { S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";
 import { describeObjectStoreElectorFaults } from "./support/object-store-elector-faults.js";
 import { ObjectStoreProxy } from "./support/object-store-proxy.js";
 import { describeObjectStoreRecords, describeProxiedObjectStore } from "./support/object-store-suites.js";
@@ -27,14 +26,7 @@ import { rejection } from "./support/rejection.js";
 const endpoint = process.env.S3_ENDPOINT;
 if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
 const bucket = `leasehold-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-const clientConfig = (url: string, maxAttempts: number) => ({
-  endpoint: url,
-  region: S3_TEST_REGION,
-  forcePathStyle: true,
-  credentials: S3_TEST_CREDENTIALS,
-  maxAttempts,
-});
-const admin = new S3Client(clientConfig(endpoint, 1));
+const admin = s3TestClient(endpoint, 1);
 
 let proxy: ObjectStoreProxy;
 beforeAll(async () => {
@@ -56,7 +48,7 @@ const ownClient = (options: Partial<S3StoreOptions> = {}) =>
     ...options,
   });
 /** A caller's own S3Client with the SDK's standard retries (3 attempts on 5xx, timeouts, resets). */
-const retryingClient = (url: string) => new S3Store({ bucket, client: new S3Client(clientConfig(url, 3)) });
+const retryingClient = (url: string) => new S3Store({ bucket, client: s3TestClient(url, 3) });
 const viaProxy = (options: Partial<S3StoreOptions> = {}) => ownClient({ endpoint: proxy.endpoint, ...options });
 
 describeStoreContract("s3 (versitygw)", {

@@ -1,10 +1,3 @@
-/**
- * Every backend the benchmarks exercise, started locally on 127.0.0.1: memory, SQLite (temp file),
- * the HTTP API (`serve()` on SQLite, one HttpStore per candidate), DynamoDB (dynalite), GCS
- * (fake-gcs-server), S3 (versitygw) and Azure Blob (azurite). For the HTTP backend the API's own store is wrapped in a CountingStore, so a
- * benchmark can also report what the API does behind the client's back (watch polling).
- */
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import type { LeaseStore } from "../../src/lease.js";
@@ -18,7 +11,12 @@ import { S3Store } from "../../src/stores/s3.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
 import { startAzurite } from "../../test/servers/azurite.server.js";
 import { startFakeGcs } from "../../test/servers/fake-gcs.server.js";
-import { S3_TEST_CREDENTIALS, S3_TEST_REGION, startVersitygw } from "../../test/servers/versitygw.server.js";
+import {
+  createTestBucket,
+  S3_TEST_CREDENTIALS,
+  S3_TEST_REGION,
+  startVersitygw,
+} from "../../test/servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../../test/support/dynamo-server.js";
 import { tempDir } from "./common.js";
 import { CountingStore } from "./counting-store.js";
@@ -96,11 +94,8 @@ export async function openBackend(name: BackendName): Promise<Backend> {
     }
     case "s3": {
       const server = await startVersitygw();
-      const bucket = `bench-${Date.now().toString(36)}`;
+      const bucket = await createTestBucket(server.endpoint, "bench");
       const config = { endpoint: server.endpoint, region: S3_TEST_REGION, forcePathStyle: true };
-      const admin = new S3Client({ ...config, credentials: S3_TEST_CREDENTIALS });
-      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-      admin.destroy();
       const stores: S3Store[] = [];
       return {
         name,

@@ -9,9 +9,11 @@
  * each start serves a fresh pair of temporary folders (POSIX backend, metadata in a sidecar folder
  * instead of xattrs) on a free loopback port. Tests create their own buckets.
  */
+
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { goBinaryPath, installGoProgram } from "../support/go-install.js";
 import { spawnCapturing, startOnFreePort, stopProcess } from "../support/server-process.js";
 import type { StartedServer } from "./global-setup.js";
@@ -31,6 +33,29 @@ export const versitygwProgram = {
   purpose: "the S3 tests build versitygw with it",
 };
 export const versitygwBinary = goBinaryPath(versitygwProgram);
+
+/** An S3 client for the gateway at `endpoint`: path-style, the test account, SDK attempts as given. */
+export function s3TestClient(endpoint: string, maxAttempts?: number): S3Client {
+  return new S3Client({
+    endpoint,
+    region: S3_TEST_REGION,
+    forcePathStyle: true,
+    credentials: S3_TEST_CREDENTIALS,
+    ...(maxAttempts === undefined ? {} : { maxAttempts }),
+  });
+}
+
+/** Creates a fresh bucket named `<prefix>-<time>-<random>` on the gateway at `endpoint`; returns its name. */
+export async function createTestBucket(endpoint: string, prefix: string): Promise<string> {
+  const bucket = `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+  const admin = s3TestClient(endpoint);
+  try {
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  } finally {
+    admin.destroy();
+  }
+  return bucket;
+}
 
 export interface Versitygw extends StartedServer {
   endpoint: string;
