@@ -39,7 +39,7 @@ import {
 } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
-import { isConnectionReset, writeRefused } from "./request-outcome.js";
+import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 
 const { Storage: StorageClass } = await importPeer(
   "@google-cloud/storage",
@@ -234,12 +234,7 @@ export class GcsStore implements LeaseStore {
     name: string,
     signal?: AbortSignal,
   ): Promise<{ body: string; generation: string | undefined } | null> {
-    try {
-      return await this.downloadOnce(file, name, signal);
-    } catch (error) {
-      if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
-      return this.downloadOnce(file, name, signal);
-    }
+    return readWithOneRetryOnReset(() => this.downloadOnce(file, name, signal), signal);
   }
 
   private downloadOnce(

@@ -3,6 +3,7 @@
  * rules those stores share, so they classify a failure alike. The one write path
  * (src/elector/cas.ts) resolves whatever stays ambiguous.
  */
+import { LeaseStoreError } from "../errors.js";
 
 /** Statuses after which a write may have applied: the server may have written before failing. */
 const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);
@@ -20,10 +21,23 @@ export function writeRefused(status: number | undefined, code: string): boolean 
 }
 
 /**
+ * Runs `read`, and once more when it failed with a LeaseStoreError caused by a connection reset
+ * before any answer (`isConnectionReset`), unless `signal` has aborted. Reads only: a read changes
+ * nothing, while a write's outcome after a reset is unknown and is resolved by the write path.
+ */
+export async function readWithOneRetryOnReset<T>(read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
+    return read();
+  }
+}
+
+/**
  * A request whose connection broke before any answer came (no status; a reset or a closed
  * socket): most often a kept-alive socket the server had just closed, the race every HTTP client
- * with keep-alive meets. Stores send a *read* that failed this way once more, since a read changes
- * nothing; never a write (its outcome is unknown, and is resolved by the write path).
+ * with keep-alive meets.
  */
 export function isConnectionReset(error: unknown): boolean {
   const e = error as { code?: unknown; statusCode?: unknown; $metadata?: { httpStatusCode?: unknown } } | null;

@@ -60,7 +60,7 @@ import {
 import { importPeer } from "../peer.js";
 import { ETAG_PATTERN, parseEtag } from "./etag.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
-import { isConnectionReset, writeRefused } from "./request-outcome.js";
+import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 
 const {
   GetObjectCommand,
@@ -225,12 +225,7 @@ export class S3Store implements LeaseStore {
 
   /** One GET: body and ETag of the same version; sent once more after a reset connection (./request-outcome.ts). */
   private async read(name: string, signal?: AbortSignal): Promise<Stored | null> {
-    try {
-      return await this.readOnce(name, signal);
-    } catch (error) {
-      if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
-      return this.readOnce(name, signal);
-    }
+    return readWithOneRetryOnReset(() => this.readOnce(name, signal), signal);
   }
 
   private async readOnce(name: string, signal?: AbortSignal): Promise<Stored | null> {
