@@ -179,8 +179,9 @@ export class StoreUnavailableError extends LeaseholdError {
 }
 
 /**
- * Thrown by `leasehold release` when the lease is not held by the holder and term named, or
- * changed while releasing. Nothing was written.
+ * Thrown by `leasehold release` when the lease is not held by the holder and term named (also when
+ * it was taken over while releasing), or when that holder renewed before each of five attempts.
+ * Nothing was written.
  */
 export class ReleaseRefusedError extends LeaseholdError {
   override name = "ReleaseRefusedError";
