@@ -1,14 +1,21 @@
 /**
  * A LeaseStore over the leasehold HTTP API, so the same Elector runs against a remote API
  * exactly as against a local store. `put` is the API's raw compare-and-swap (If-Match on the
- * revision); the server stamps `renewedAt` with its own clock. `watch` follows the API's
- * Server-Sent Events, so followers hear of a release without polling.
- * Runtime-neutral (fetch only).
+ * revision; the token needs the verb `cas`); the server stamps `renewedAt` with its own clock.
+ * `watch` follows the API's Server-Sent Events, so followers hear of a release without polling.
+ *
+ * Each store has an `instance` (default: a random UUID per HttpStore), sent with every write: the
+ * server lets only the instance that took a lease renew or release it, and refuses to give a lease
+ * still held (by its own clock, with its skew bound) to anyone else. Such a refusal is a
+ * `LeaseStillHeldError`, certainly not applied and not a conflict: an elector waits `retryMs`
+ * and tries again, rather than at once (a takeover can so come up to one retry after the server's
+ * expiry, docs/design.md §5). Runtime-neutral (fetch only).
  */
 
 import {
   LeaseConflictError,
   LeaseholdApiError,
+  LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
@@ -64,6 +71,10 @@ export class HttpStore implements LeaseStore {
       }
       if (error instanceof LeaseholdApiError && error.status === 409 && error.problem?.rule) {
         throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
+      }
+      const kind = error instanceof LeaseholdApiError ? error.problem?.type.split(":").at(-1) : undefined;
+      if (error instanceof LeaseholdApiError && (kind === "conflict" || kind === "holder-in-use")) {
+        throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, undefined, { cause: error });
       }
       throw this.mapError(error, `put "${name}"`, true);
     }
