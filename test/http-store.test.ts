@@ -4,20 +4,28 @@ import { Elector } from "../src/elector.js";
 import { isAmbiguous } from "../src/errors.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { systemClock } from "../src/clock.js";
+import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
+import { SwitchableClock } from "./support/switchable-clock.js";
 
+// The server judges expiry by this clock: the real one, or the elector contract's manual clock.
+const serverClock = new SwitchableClock();
 let api: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
-  api = await startApi({ store: new SqliteStore({ path: ":memory:" }), watchPollMs: 50 });
+  // maxSkewMs 0: one server, whose clock is the electors' own in the elector contract.
+  api = await startApi({ store: new SqliteStore({ path: ":memory:" }), watchPollMs: 50, clock: serverClock, maxSkewMs: 0 });
 });
 afterAll(async () => {
   await api.close();
   await api.store.close?.();
 });
 
-const create = async () => ({ store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) });
+const create = async (context?: ElectorContractContext) => {
+  serverClock.target = context?.clock ?? systemClock;
+  return { store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) };
+};
 const stamps = "the API server stamps renewedAt with its own clock";
 describeStoreContract("http", {
   create,
@@ -25,9 +33,15 @@ describeStoreContract("http", {
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
 });
-describeElectorContract("http", create, { stampsRenewedAt: stamps });
+describeElectorContract("http", create, {
+  stampsRenewedAt: stamps,
+  refusesTakeoverWhileHeld: "the API gives a lease to another holder only once its own clock says it expired",
+});
 
 describe("http store: push", () => {
+  beforeAll(() => {
+    serverClock.target = systemClock;
+  });
   it("a follower hears of a release through the watch stream, long before its next poll", async () => {
     const name = uniqueName("push");
     const common = { name, leaseMs: 120_000, renewMs: 30_000, retryMs: 60_000, jitter: 0 };

@@ -11,9 +11,9 @@ export const TOKENS = {
 } as const;
 
 export const TOKEN_SCOPES: TokenScope[] = [
-  { name: "admin", token: TOKENS.admin, prefixes: [""], verbs: ["read", "write"] },
+  { name: "admin", token: TOKENS.admin, prefixes: [""], verbs: ["read", "write", "cas", "metrics"] },
   { name: "reader", token: TOKENS.reader, prefixes: [""], verbs: ["read"] },
-  { name: "adapters", token: TOKENS.adapters, prefixes: ["adapters/"], verbs: ["read", "write"] },
+  { name: "adapters", token: TOKENS.adapters, prefixes: ["adapters/"], verbs: ["read", "write", "cas"] },
 ];
 
 export async function startApi(
