@@ -44,8 +44,19 @@ export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
   return {
     by: principalName(principal),
     key: principal.kind === "token" ? principal.scope : EVERYONE,
-    quotaPrefix: deps.auth.scopeOf(principal, name) ?? name,
+    quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
   };
+}
+
+/**
+ * Where a new record of `name` is counted: under the token prefix that covers it; for a token of
+ * every name ("", or no auth), under the name's first segment (`jobs/`), so one count never lists
+ * the whole store.
+ */
+function quotaPrefixOf(scope: string, name: string): string {
+  if (scope !== "") return scope;
+  const slash = name.indexOf("/");
+  return slash === -1 ? name : name.slice(0, slash + 1);
 }
 
 /** The ETag of a stored revision, as this API sends it. */

@@ -24,6 +24,7 @@ import { type ClientOptions, LeaseholdClient } from "../http/client.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
   type CallOptions,
+  isReservedKey,
   type LeaseRecord,
   type LeaseStore,
   type ListOptions,
@@ -36,9 +37,30 @@ import {
 
 export type HttpStoreOptions = ClientOptions;
 
+/**
+ * Reserved metadata (`leasehold.*`) a record written through this store carries, such as the
+ * instance digest of an API that keeps its leases here (an API in front of an API), travels as
+ * `proxied.leasehold.*`: the API behind keeps its own reserved keys, refuses callers' and shows
+ * none, so each layer's proof stays its own.
+ */
+const PROXIED = "proxied.";
+
+function escapeReserved(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).map(([k, v]) => [isReservedKey(k) ? `${PROXIED}${k}` : k, v]));
+}
+
+function unescapeReserved(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(metadata).map(([k, v]) => [
+      k.startsWith(PROXIED) && isReservedKey(k.slice(PROXIED.length)) ? k.slice(PROXIED.length) : k,
+      v,
+    ]),
+  );
+}
+
 export function fromView(view: LeaseView): Stored {
-  const { expiresAt: _expiresAt, revision, ...record } = view;
-  return { record, revision };
+  const { expiresAt: _expiresAt, revision, metadata, ...record } = view;
+  return { record: { ...record, metadata: unescapeReserved(metadata) }, revision };
 }
 
 export class HttpStore implements LeaseStore {
@@ -60,7 +82,8 @@ export class HttpStore implements LeaseStore {
   }
 
   async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
-    const { name, renewedAt: _renewedAt, ...body } = validateRecord(next);
+    const { name, renewedAt: _renewedAt, metadata, ...rest } = validateRecord(next);
+    const body = { ...rest, metadata: escapeReserved(metadata) };
     try {
       return fromView(await this.client.put(name, body, expected, options?.signal));
     } catch (error) {
