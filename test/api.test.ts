@@ -116,11 +116,13 @@ describe("lease lifecycle", () => {
     {
       const name = uniqueName();
       const post = (suffix: string, body: unknown) =>
-        local.fetch(`${local.url}${path(name, suffix)}`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        }).then(async (r) => ({ status: r.status, body: await r.json() }));
+        local
+          .fetch(`${local.url}${path(name, suffix)}`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+            body: JSON.stringify(body),
+          })
+          .then(async (r) => ({ status: r.status, body: await r.json() }));
       expect((await post("/acquire", { holder: "a", instance: INSTANCE, leaseMs: 1000 })).status).toBe(200);
       await clock.advance(1500); // renewedAt + leaseMs + maxSkewMs: not yet past
       expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
@@ -173,9 +175,13 @@ describe("raw compare-and-swap (PUT)", () => {
       "precondition-failed",
     );
     const rev = created.body.revision;
-    const replaced = await call("PUT", path(name), body({ writeId: "w-2" }), { headers: { ...instanced, "If-Match": `"${rev}"` } });
+    const replaced = await call("PUT", path(name), body({ writeId: "w-2" }), {
+      headers: { ...instanced, "If-Match": `"${rev}"` },
+    });
     expect(replaced.body).toMatchObject({ writeId: "w-2" });
-    const stale = await call("PUT", path(name), body({ writeId: "w-3" }), { headers: { ...instanced, "If-Match": `"${rev}"` } });
+    const stale = await call("PUT", path(name), body({ writeId: "w-3" }), {
+      headers: { ...instanced, "If-Match": `"${rev}"` },
+    });
     expectProblem(stale, 412, "precondition-failed");
     expect(stale.body.lease).toMatchObject({ writeId: "w-2", revision: replaced.body.revision });
     expectProblem(
@@ -287,16 +293,18 @@ describe("errors", () => {
     [
       "no content type",
       () =>
-        api.fetch(`${api.url}${path(name, "/acquire")}`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${TOKENS.admin}` },
-          body: new Uint8Array([123, 125]),
-        }).then(async (r) => ({
-          status: r.status,
-          type: r.headers.get("content-type") ?? "",
-          headers: r.headers,
-          body: await r.json(),
-        })),
+        api
+          .fetch(`${api.url}${path(name, "/acquire")}`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${TOKENS.admin}` },
+            body: new Uint8Array([123, 125]),
+          })
+          .then(async (r) => ({
+            status: r.status,
+            type: r.headers.get("content-type") ?? "",
+            headers: r.headers,
+            body: await r.json(),
+          })),
       415,
       "unsupported-media-type",
     ],

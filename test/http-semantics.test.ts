@@ -124,7 +124,11 @@ describe("authentication", () => {
       headers: { ...bad.headers, Authorization: `Bearer ${TOKENS.adapters}` },
     });
     expect(inside.status).toBe(400);
-    expect(inside.problem.errors.map((e: { path: string }) => e.path).sort()).toEqual(["holder", "instance", "leaseMs"]);
+    expect(inside.problem.errors.map((e: { path: string }) => e.path).sort()).toEqual([
+      "holder",
+      "instance",
+      "leaseMs",
+    ]);
   });
 });
 
@@ -168,7 +172,9 @@ describe("integers beyond 2^53-1", () => {
       body: `{"holder":"h","term":9007199254740991,"leaseMs":1000,"metadata":{},"writeId":"w","acquiredAt":0}`,
     });
     expect(stuck.status).toBe(400);
-    expect(stuck.problem.errors).toEqual([{ path: "term", message: "expected at most 4503599627370496 for a new lease" }]);
+    expect(stuck.problem.errors).toEqual([
+      { path: "term", message: "expected at most 4503599627370496 for a new lease" },
+    ]);
     const max = await send("PUT", path(name), {
       headers: { ...admin, ...json, ...instanced, "If-None-Match": "*" },
       body: `{"holder":"h","term":4503599627370496,"leaseMs":1000,"metadata":{},"writeId":"w","acquiredAt":0}`,

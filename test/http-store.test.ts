@@ -1,10 +1,10 @@
 /** The HTTP store against the real API server: the same store and elector contracts as every backend. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { isAmbiguous } from "../src/errors.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { systemClock } from "../src/clock.js";
 import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
@@ -15,7 +15,12 @@ const serverClock = new SwitchableClock();
 let api: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
   // maxSkewMs 0: one server, whose clock is the electors' own in the elector contract.
-  api = await startApi({ store: new SqliteStore({ path: ":memory:" }), watchPollMs: 50, clock: serverClock, maxSkewMs: 0 });
+  api = await startApi({
+    store: new SqliteStore({ path: ":memory:" }),
+    watchPollMs: 50,
+    clock: serverClock,
+    maxSkewMs: 0,
+  });
 });
 afterAll(async () => {
   await api.close();

@@ -41,7 +41,12 @@ describe("Elector options", () => {
       "store",
       "expected a LeaseStore (an object with get and put)",
     ],
-    ["an upper-case name", { name: "Jobs/Main" }, "name", /^expected 1-192 characters: "\/"-separated segments of a-z 0-9/],
+    [
+      "an upper-case name",
+      { name: "Jobs/Main" },
+      "name",
+      /^expected 1-192 characters: "\/"-separated segments of a-z 0-9/,
+    ],
     ["a name ending in a slash", { name: "jobs/" }, "name", /^expected 1-192 characters/],
     ["an empty identity", { identity: "" }, "identity", "expected a non-empty string"],
     ["an identity with a newline", { identity: "a\nb" }, "identity", "expected no control characters"],
@@ -166,12 +171,7 @@ describe("SqliteStore options", () => {
 describe("MemoryStore.put", () => {
   const name = "jobs/main";
   const cases: Array<[string, Record<string, unknown>, string, string]> = [
-    [
-      "a bad name",
-      { name: "Jobs" },
-      "name",
-      NAME_RULE,
-    ],
+    ["a bad name", { name: "Jobs" }, "name", NAME_RULE],
     ["a numeric holder", { holder: 7 }, "holder", "expected a string"],
     ["a negative term", { term: -1 }, "term", "expected a non-negative number"],
     ["a fractional term", { term: 1.5 }, "term", "expected a whole number"],
