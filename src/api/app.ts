@@ -103,12 +103,15 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     quota,
     log,
   });
+  const watchers = new WatchStreams(resolved);
+  metrics.gauge("leasehold_watch_streams_open", "Watch streams open now.", () => watchers.count.total);
+  metrics.gauge("leasehold_watched_leases", "Leases with at least one watch stream (one feed each).", () => hub.size);
   const deps: Deps = {
     auth,
     service,
     shards: new ShardService(service, clock, resolved.maxSkewMs, resolved.bucketWritesPerHeartbeat),
     hub,
-    watchers: new WatchStreams(resolved),
+    watchers,
     metrics,
     clock,
     options: resolved,

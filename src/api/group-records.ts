@@ -14,6 +14,7 @@
  * is that session's. Runtime-neutral.
  */
 import type { LeaseRecord, Stored } from "../lease.js";
+import { NAME_PATTERN } from "../lease.js";
 import {
   bucketIndexOf,
   configName,
@@ -23,7 +24,6 @@ import {
   memberIdOf,
   memberName,
 } from "../sharding/layout.js";
-import { NAME_PATTERN } from "../lease.js";
 import { ProblemError } from "./problems.js";
 
 export type GroupRecordKind = "config" | "member" | "bucket";
@@ -80,7 +80,10 @@ export class GroupRecords {
    * A bucket's real state, when `stored` is a bucket of a group; `undefined` for any other record
    * (its own stamps tell). `cache` shares the config and member reads of one listing page.
    */
-  async bucketState(stored: Stored, cache = new Map<string, Promise<Stored | null>>()): Promise<BucketState | undefined> {
+  async bucketState(
+    stored: Stored,
+    cache = new Map<string, Promise<Stored | null>>(),
+  ): Promise<BucketState | undefined> {
     const shape = groupShape(stored.record.name);
     if (shape?.kind !== "bucket") return undefined;
     const cached = (name: string) => {

@@ -423,4 +423,3 @@ export function storeProblem(op: string, error: unknown): ProblemError {
   const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
   return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
 }
-

@@ -11,13 +11,13 @@ import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { z } from "zod";
 import {
   AcquireBody,
-  INSTANCE_HEADER,
-  instanceHeaderDescription,
   HandoffBody,
   HandoffResult,
   Health,
   Heartbeat,
   HeartbeatBody,
+  INSTANCE_HEADER,
+  instanceHeaderDescription,
   LeaseList,
   LeaseResult,
   Lease as LeaseSchema,
@@ -497,7 +497,7 @@ export function apiRoutes(secured: boolean) {
 /** The document's own parts that no route carries: info, the security scheme, the 405 answer. */
 export function documentParts(secured: boolean) {
   const auth = secured
-    ? "Every /v1 operation and /metrics need `Authorization: Bearer <token>`; tokens are scoped to verbs (read; write: acquire, renew, release and the group routes; cas: the raw PUT; metrics) and to name prefixes: \"\" covers every name, a prefix ending in / the names under it, any other prefix that name and the names under it (adapters/bill never covers adapters/billboard)."
+    ? 'Every /v1 operation and /metrics need `Authorization: Bearer <token>`; tokens are scoped to verbs (read; write: acquire, renew, release and the group routes; cas: the raw PUT; metrics) and to name prefixes: "" covers every name, a prefix ending in / the names under it, any other prefix that name and the names under it (adapters/bill never covers adapters/billboard).'
     : "This server runs without authentication (loopback or explicitly insecure): no operation needs a token. On loopback it serves only requests whose Host is localhost, 127.x.x.x or [::1] (403 otherwise).";
   return {
     info: {

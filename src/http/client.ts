@@ -13,13 +13,13 @@ import type { z } from "zod";
 import { LeaseholdApiError } from "../errors.js";
 import {
   type HandoffConfirmation,
-  INSTANCE_HEADER,
-  INSTANCE_PATTERN,
   HandoffResult,
   type HandoffResultView,
   Heartbeat,
   type HeartbeatRequest,
   type HeartbeatView,
+  INSTANCE_HEADER,
+  INSTANCE_PATTERN,
   Lease,
   LeaseList,
   type LeaseListView,

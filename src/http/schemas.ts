@@ -149,12 +149,10 @@ export const NameParam = z.object({
   }),
 });
 
-export const AcquireBody = z
-  .strictObject({ holder, instance, leaseMs, metadata: metadata.optional() })
-  .meta({
-    id: "AcquireRequest",
-    description: "Acquire a lease (or, by the holder from the same instance, renew it)",
-  });
+export const AcquireBody = z.strictObject({ holder, instance, leaseMs, metadata: metadata.optional() }).meta({
+  id: "AcquireRequest",
+  description: "Acquire a lease (or, by the holder from the same instance, renew it)",
+});
 
 export const TermBody = z.strictObject({ holder, instance, term: term(1) }).meta({
   id: "HolderTermRequest",

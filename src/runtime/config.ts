@@ -21,13 +21,12 @@
  */
 
 import { z } from "zod";
-import type { LogFormat } from "../api/log.js";
 import type { ApiLimits } from "../api/app.js";
+import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import type { StoreUrl } from "../open-store.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
-import { redactUrl } from "./redact.js";
 import {
   type Env,
   envChoice,
@@ -38,6 +37,7 @@ import {
   envTokens,
   envWholeNumber,
 } from "./env-fields.js";
+import { redactUrl } from "./redact.js";
 
 export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
 
@@ -102,9 +102,10 @@ const boundFields = {
       envWholeNumber(LISTENER_BOUNDS[n]),
     ]),
   ),
-} as Record<(typeof LIMIT_VARIABLES)[LimitName] | (typeof LISTENER_VARIABLES)[keyof ListenerLimits], ReturnType<
-  typeof envWholeNumber
->>;
+} as Record<
+  (typeof LIMIT_VARIABLES)[LimitName] | (typeof LISTENER_VARIABLES)[keyof ListenerLimits],
+  ReturnType<typeof envWholeNumber>
+>;
 
 const NO_NODE_LISTENER = {
   lambda: "API Gateway or the Function URL holds the connections: their own limits apply",
@@ -472,7 +473,9 @@ export function startupLine(config: ServerConfig, where: string): string {
       ? "Durable Objects (LEASES)"
       : `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
   const { limits, ...timing } = config.app;
-  const settings = [...Object.entries(timing), ...Object.entries(limits)].map(([k, value]) => `${k} ${value}`).join(", ");
+  const settings = [...Object.entries(timing), ...Object.entries(limits)]
+    .map(([k, value]) => `${k} ${value}`)
+    .join(", ");
   return `API on ${where}; store ${redactUrl(store)}; auth: ${describeAuth(config.auth)}; ${settings}`;
 }
 

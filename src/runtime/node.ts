@@ -171,7 +171,9 @@ const CLIENT_ERRORS: Record<string, [number, string, string, string, string]> = 
  */
 function guardListener(server: Server, maxConnections: number): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+    // As Node itself decides: answer unless a response has begun (then only closing is left).
+    const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || response?.headersSent) {
       socket.destroy();
       return;
     }

@@ -38,7 +38,7 @@ const PARAM = new RegExp(
 );
 
 export function redactUrl(text: string): string {
-  return text.replace(USERINFO, "$1***$3").replace(PARAM, (_m, name: string, value: string) =>
-    value === "" ? name : `${name}***`,
-  );
+  return text
+    .replace(USERINFO, "$1***$3")
+    .replace(PARAM, (_m, name: string, value: string) => (value === "" ? name : `${name}***`));
 }

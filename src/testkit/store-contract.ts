@@ -282,8 +282,10 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
           await expect(store.put(makeRecord(name, { holder: "mallory" }), null), name).rejects.toBeInstanceOf(
             LeaseValidationError,
           );
-          await expect(store.put(makeRecord(name, { holder: "mallory", term: 2 }), target.revision), name).rejects
-            .toBeInstanceOf(LeaseValidationError);
+          await expect(
+            store.put(makeRecord(name, { holder: "mallory", term: 2 }), target.revision),
+            name,
+          ).rejects.toBeInstanceOf(LeaseValidationError);
           await expect(store.get(name), name).rejects.toBeInstanceOf(LeaseValidationError);
         }
         if (store.list) {

@@ -19,8 +19,27 @@ export function inProcessApi(options: Partial<AppOptions> & { store?: LeaseStore
     const res = await app.fetch(new Request(input, init));
     const signal = init?.signal;
     if (!signal || !res.body) return res;
-    // As a real fetch does: aborting the request ends its body, which cancels the app's stream.
-    const body = res.body.pipeThrough(new TransformStream(), { signal });
+    // As a real fetch does: aborting the request errors its body and cancels the app's stream
+    // (what a closed connection does to a real server's response).
+    const reader = res.body.getReader();
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+      },
+      pull: async (c) => {
+        const { value, done } = await reader.read();
+        if (done) c.close();
+        else c.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    const abort = () => {
+      controller.error(signal.reason);
+      void reader.cancel(signal.reason).catch(() => undefined);
+    };
+    if (signal.aborted) abort();
+    else signal.addEventListener("abort", abort, { once: true });
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   }) as typeof globalThis.fetch;
   return {

@@ -6,7 +6,7 @@
  * to another holder (the holding rules, src/api/lease-service.ts). Runtime-neutral.
  */
 import { ENTITY_TAG_PATTERN, INSTANCE_HEADER, INSTANCE_PATTERN } from "../../http/schemas.js";
-import { callerOf, type Api, type Deps, etagOf } from "../context.js";
+import { type Api, callerOf, type Deps, etagOf } from "../context.js";
 import { scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 import { leaseName } from "./leases.js";

@@ -5,7 +5,7 @@
  */
 import type { Context, Next } from "hono";
 import { validateName, validatePrefix } from "../../lease.js";
-import { callerOf, type Api, type Deps, type Env, etagOf } from "../context.js";
+import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import type { LeaseOutcome } from "../lease-service.js";
 import { scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";

@@ -5,7 +5,7 @@
  * with (src/api/openapi.ts). Runtime-neutral.
  */
 import type { MiddlewareHandler } from "hono";
-import { type Api, type Deps, type Env } from "../context.js";
+import type { Api, Deps, Env } from "../context.js";
 import { authenticate } from "../middleware.js";
 import { documentParts, PROMETHEUS_TEXT, withSchemas } from "../openapi.js";
 import { ProblemError } from "../problems.js";

@@ -7,15 +7,16 @@
  * and in total (src/api/limits.ts), counted from before the first read to the stream's end.
  * Runtime-neutral.
  */
+
+import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Stored } from "../../lease.js";
 import { memberName } from "../../sharding/layout.js";
-import { type Api, type Deps, type Env } from "../context.js";
+import type { Api, Deps, Env } from "../context.js";
 import { groupShape } from "../group-records.js";
 import { EVERYONE } from "../limits.js";
 import { scoped } from "../middleware.js";
 import { leaseName } from "./leases.js";
-import type { Context } from "hono";
 
 /** A bucket's owner session record, followed through the hub. */
 interface Followed {
