@@ -6,16 +6,16 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { LeaseholdClient } from "../../src/http/client.js";
-import worker from "../../src/runtime/worker.js";
-import { HttpStore } from "../../src/stores/http.js";
 import { createApp } from "../../src/api/app.js";
 import type { TokenScope } from "../../src/api/auth.js";
+import { LeaseholdClient } from "../../src/http/client.js";
+import worker from "../../src/runtime/worker.js";
 import { DurableObjectStore } from "../../src/stores/durable-object.js";
+import { HttpStore } from "../../src/stores/http.js";
 import { describeElectorContract, type ElectorContractContext } from "../../src/testkit/elector-contract.js";
-import { SwitchableClock } from "../support/switchable-clock.js";
 import { describeStoreContract, uniqueName } from "../../src/testkit/store-contract.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
+import { SwitchableClock } from "../support/switchable-clock.js";
 import { INSTANCE, READER, TEST_TOKENS, WRITER } from "./tokens.js";
 
 const BASE = "https://leasehold.test";
