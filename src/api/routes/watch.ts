@@ -49,7 +49,9 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
     // is free now: a held record with an unchanged revision is exactly what it saw, while a
     // record that has since expired may have been sent to it as held.
     const resumedAt = c.req.header("last-event-id");
-    const bucketOf = groupShape(name)?.kind === "bucket" ? groupShape(name)!.group : undefined;
+    const shape = groupShape(name);
+    // The group of a bucket name, whose owner's session record the stream also follows.
+    const bucketOf = shape?.kind === "bucket" ? shape.group : undefined;
     return streamSSE(c, async (stream) => {
       const done = new AbortController();
       stream.onAbort(() => done.abort());
