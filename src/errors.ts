@@ -180,13 +180,16 @@ export class BucketLostError extends LeadershipLostError {
  */
 export class LeaseholdApiError extends LeaseholdError {
   override name = "LeaseholdApiError";
+  /** The answer's `Retry-After`, in seconds, when it had one (429, 503, a 409 for a lease still held). */
+  readonly retryAfter: number | undefined;
   constructor(
     readonly status: number,
     readonly problem: ProblemView | undefined,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfter?: number },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.retryAfter = options?.retryAfter;
   }
 }
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { isAmbiguous } from "../src/errors.js";
+import { isAmbiguous, isLeaseConflictError, isLeaseStillHeldError } from "../src/errors.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
@@ -99,6 +99,28 @@ describe("http store: push", () => {
     expect(error).toMatchObject({ name: "LeaseholdApiError", status: 403 });
     expect(isAmbiguous(error)).toBe(false);
     expect((error as Error).message).toContain("403");
+  });
+
+  it("a takeover of a lease the API still counts as held is a LeaseStillHeldError: not applied, not a conflict, with when to retry", async () => {
+    const name = uniqueName("held");
+    const leader = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
+    const follower = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
+    const held = await leader.put(
+      { name, holder: "a", term: 1, leaseMs: 5000, acquiredAt: 0, renewedAt: 0, metadata: {}, writeId: "w1" },
+      null,
+    );
+    const error = await follower
+      .put({ ...held.record, holder: "b", term: 2, writeId: "w2" }, held.revision)
+      .catch((e: unknown) => e);
+    expect(isLeaseStillHeldError(error)).toBe(true);
+    expect(isAmbiguous(error)).toBe(false);
+    expect(isLeaseConflictError(error)).toBe(false);
+    // Whole seconds until renewedAt + leaseMs (+ this server's maxSkewMs of 0) has passed.
+    expect([5000, 6000]).toContain((error as { retryAfterMs?: number }).retryAfterMs);
+    // Nor may another instance renew or release the leader's term.
+    const renewal = await follower.put({ ...held.record, writeId: "w3" }, held.revision).catch((e: unknown) => e);
+    expect(isLeaseStillHeldError(renewal)).toBe(true);
+    expect(await leader.get(name)).toEqual(held);
   });
 
   it("an unreachable API makes writes ambiguous", async () => {

@@ -319,10 +319,14 @@ export class LeaseholdClient {
       problem = undefined;
     }
     const fields = problem?.errors?.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    const retryAfter = /^\d{1,9}$/.test(res.headers.get("retry-after") ?? "")
+      ? Number(res.headers.get("retry-after"))
+      : undefined;
     return new LeaseholdApiError(
       res.status,
       problem,
       `leasehold API ${res.status}: ${problem?.detail ?? res.statusText}${fields ? ` (${fields})` : ""}`,
+      retryAfter === undefined ? undefined : { retryAfter },
     );
   }
 

@@ -97,7 +97,10 @@ export class HttpStore implements LeaseStore {
       }
       const kind = error instanceof LeaseholdApiError ? error.problem?.type.split(":").at(-1) : undefined;
       if (error instanceof LeaseholdApiError && (kind === "conflict" || kind === "holder-in-use")) {
-        throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, undefined, { cause: error });
+        const retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
+        throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, retryAfterMs, {
+          cause: error,
+        });
       }
       throw this.mapError(error, `put "${name}"`, true);
     }
