@@ -9,7 +9,7 @@ import { expect, it } from "vitest";
 const root = join(import.meta.dirname, "..");
 const nodeBound = [
   /^src\/runtime\/node\.ts$/,
-  /^src\/stores\/sqlite\.ts$/,
+  /^src\/stores\/sqlite(-[a-z-]+)?\.ts$/,
   /^src\/stores\/gcs\.ts$/,
   /^src\/cli\//,
   /^src\/runtime\/lambda\.ts$/,
