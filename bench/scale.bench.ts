@@ -191,7 +191,7 @@ function scaleTable(rows: ScaleRow[]): Table {
 
 /** autocannon against the API in a child process: POST .../renew over LOAD_LEASES leases. */
 async function apiLoad(dbPath: string): Promise<Table> {
-  const script = join(import.meta.dirname, "support", "api-server-process.ts");
+  const script = join(import.meta.dirname, "..", "test", "support", "sqlite-api-process.ts");
   const child = spawn(process.execPath, ["--import", "tsx", script, dbPath], { stdio: ["pipe", "pipe", "inherit"] });
   try {
     const url = await new Promise<string>((resolve, reject) => {
