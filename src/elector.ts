@@ -155,7 +155,6 @@ export class Elector {
   constructor(options: ElectorOptions) {
     const o = resolveElectorOptions(options);
     this.store = options.store;
-    this.store.checkElectorSettings?.({ leaseMs: o.leaseMs, renewMs: o.renewMs, retryMs: o.retryMs });
     this.name = o.name;
     this.identity = o.identity ?? `candidate-${newWriteId().slice(0, 8)}`;
     this.leaseMs = o.leaseMs;

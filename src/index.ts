@@ -37,6 +37,7 @@ export {
   isLeaseValidationError,
   isReleaseRefusedError,
   isStaleTermError,
+  isStoreContractError,
   isStoreUnavailableError,
   LeadershipLostError,
   LeaseConflictError,
@@ -50,6 +51,7 @@ export {
   ReleaseRefusedError,
   type RevokeReason,
   StaleTermError,
+  StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";

@@ -8,8 +8,7 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isLeaseCorruptError, isLeaseStoreError, isStoreUnavailableError, LeaseValidationError } from "../errors.js";
-import { STORE_URL_FORMS } from "../open-store.js";
-import { DEFAULT_DB } from "../runtime/config.js";
+import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
 import { runCommand } from "./run.js";
@@ -45,25 +44,12 @@ function storeOption(): Option {
 /** Which store a command uses and what chose it, as `npm start` chooses (README: "Server configuration"). */
 export interface StoreChoice {
   url: string;
-  from: "--store" | "LEASEHOLD_STORE" | "LEASEHOLD_DB" | "the default";
+  from: StoreSource;
 }
 
 export function chooseStore(env: CliIo["env"], given: string | undefined): StoreChoice {
-  if (given !== undefined) return { url: given, from: "--store" };
-  const url = env.LEASEHOLD_STORE || undefined;
-  const db = env.LEASEHOLD_DB || undefined;
-  if (url !== undefined && db !== undefined) {
-    throw new LeaseValidationError("store", [
-      {
-        path: "LEASEHOLD_DB",
-        message:
-          "contradicts LEASEHOLD_STORE: LEASEHOLD_DB names the SQLite file used when LEASEHOLD_STORE is unset; set only one",
-      },
-    ]);
-  }
-  if (url !== undefined) return { url, from: "LEASEHOLD_STORE" };
-  if (db !== undefined) return { url: `sqlite:${db}`, from: "LEASEHOLD_DB" };
-  return { url: DEFAULT_STORE, from: "the default" };
+  const { url, from } = chooseStoreUrl({ flag: given, store: env.LEASEHOLD_STORE, db: env.LEASEHOLD_DB });
+  return { url, from };
 }
 
 export function buildProgram(
@@ -247,7 +233,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.say(auth);
       return EXIT_USAGE;
     }
-    const where = store && isStoreProblem(error) ? ` (store ${store.url}, chosen by ${store.from})` : "";
+    const where =
+      store && isStoreProblem(error)
+        ? ` (store ${store.url}, chosen by ${store.from === "default" ? "the default" : store.from})`
+        : "";
     io.say(`${errorMessage(error)}${where}`);
     return error instanceof LeaseValidationError ? EXIT_USAGE : EXIT_RUNTIME;
   }

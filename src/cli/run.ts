@@ -67,9 +67,8 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
     ...(o.graceMs === undefined ? {} : { graceMs: o.graceMs }),
   };
   try {
-    const resolved = resolveElectorOptions(options);
     // The Elector runs this check too; running it here names the user's flags in the error.
-    store.checkElectorSettings?.({ leaseMs: resolved.leaseMs, renewMs: resolved.renewMs, retryMs: resolved.retryMs });
+    const resolved = resolveElectorOptions(options);
     return { ...options, graceMs: resolved.graceMs };
   } catch (error) {
     if (!(error instanceof LeaseValidationError)) throw error;

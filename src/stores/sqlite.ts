@@ -17,7 +17,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
-import { z } from "zod";
+import { type SqliteStoreOptions, sqliteOptionsSchema } from "../backends/sqlite.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import {
   type CallOptions,
@@ -49,24 +49,7 @@ import { attachWriter } from "./sqlite-writer.js";
 
 const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
 
-export interface SqliteStoreOptions {
-  /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
-  path: string;
-  /**
-   * Create the file (and its folder) when missing. Default true; false for read-only uses
-   * (`leasehold status`, `watch`, `release`), which must not leave an empty database behind.
-   */
-  create?: boolean;
-  /** How long a writer waits for another process's lock before failing (ms). */
-  busyTimeoutMs?: number;
-  /** Table name (letters, digits, underscore). */
-  table?: string;
-  /**
-   * How commits reach the disk: "FULL" (default) syncs the write-ahead log at every commit;
-   * "EXTRA" also syncs the folder. Both keep every acknowledged write through a power loss.
-   */
-  synchronous?: "FULL" | "EXTRA";
-}
+export type { SqliteStoreOptions } from "../backends/sqlite.js";
 
 /**
  * Baselines for the benchmark and the power-loss test's control, not for use: "NORMAL" loses
@@ -79,28 +62,6 @@ export interface SqliteBaseline {
 }
 
 const PAGE = 200;
-
-export const sqliteOptionsSchema = z.strictObject(
-  {
-    path: z
-      .string({ error: 'expected a file path or ":memory:"' })
-      .min(1, { error: 'expected a file path or ":memory:"' }),
-    busyTimeoutMs: z
-      .number({ error: "expected milliseconds" })
-      .int({ error: "expected whole milliseconds" })
-      .nonnegative({ error: "expected a non-negative number" })
-      .default(5000),
-    table: z
-      .string({ error: "expected a table name" })
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, {
-        error: "expected 1-63 letters, digits or _, not starting with a digit",
-      })
-      .default("leases"),
-    create: z.boolean({ error: "expected true or false" }).default(true),
-    synchronous: z.enum(["FULL", "EXTRA"], { error: 'expected "FULL" or "EXTRA"' }).default("FULL"),
-  },
-  { error: "expected an object with path" },
-);
 
 interface Writer {
   write(request: WriteRequest): Promise<WriteResult>;

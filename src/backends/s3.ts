@@ -1,0 +1,152 @@
+/**
+ * The S3 backend's declaration (./backend.ts): `s3://BUCKET/PREFIX?region=&endpoint=&pathStyle=`,
+ * the S3 store's options, Node and Lambda (the Worker is not given it). The store is
+ * src/stores/s3.ts. Runtime-neutral, no SDK.
+ */
+import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
+import { z } from "zod";
+import type { LeaseStore } from "../lease.js";
+import { objectStoreFields } from "../stores/object-store.js";
+import {
+  type Backend,
+  checkPart,
+  defined,
+  endpointParam,
+  hostUrl,
+  invalid,
+  loadStoreModule,
+  pathPrefix,
+  queryParams,
+} from "./backend.js";
+
+export interface S3StoreOptions {
+  /** Bucket name (a general purpose bucket: listing relies on key order). */
+  bucket: string;
+  /** Object key prefix for every lease; default "leases/". Objects are `<prefix><name>.json`. */
+  prefix?: string;
+  /**
+   * Your own client (credentials, retries, middleware); the store never destroys it. Default: a
+   * new `S3Client` from `region`, `endpoint`, `forcePathStyle`, `credentials`, with one attempt
+   * per request.
+   */
+  client?: S3Client;
+  /** Region for the client this store creates (default: the SDK's, e.g. AWS_REGION). */
+  region?: string;
+  /** Endpoint for the client this store creates, e.g. an S3-compatible server's "http://127.0.0.1:7070". */
+  endpoint?: string;
+  /** Path-style URLs (`endpoint/bucket/key`) for the client this store creates; most S3-compatible servers need it. */
+  forcePathStyle?: boolean;
+  /** Credentials for the client this store creates (default: the SDK's provider chain). */
+  credentials?: S3ClientConfig["credentials"];
+  /** Per-request timeout in ms for the client this store creates (a write that times out is ambiguous); default 10000. */
+  timeoutMs?: number;
+}
+
+/** S3 bucket names: 3-63 characters of a-z 0-9 . - starting and ending with a letter or digit. */
+const bucket = z.string({ error: "expected an S3 bucket name" }).regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
+  error: "expected an S3 bucket name (3-63 characters of a-z 0-9 . - starting and ending with a letter or digit)",
+});
+export const awsRegion = z
+  .string({ error: "expected an AWS region such as eu-west-1" })
+  .regex(/^[a-z0-9-]{1,64}$/, { error: "expected an AWS region such as eu-west-1" });
+const OWN_CLIENT_ONLY = ["region", "endpoint", "forcePathStyle", "credentials", "timeoutMs"] as const;
+
+export const s3OptionsSchema = z
+  .strictObject(
+    {
+      bucket,
+      ...objectStoreFields,
+      client: z
+        .custom<S3Client>((c) => typeof (c as { send?: unknown } | null)?.send === "function", {
+          error: "expected an S3Client from @aws-sdk/client-s3",
+        })
+        .optional(),
+      region: awsRegion.optional(),
+      endpoint: z.url({ protocol: /^https?$/, error: "expected an http(s) URL" }).optional(),
+      forcePathStyle: z.boolean({ error: "expected true or false" }).optional(),
+      credentials: z
+        .custom<S3ClientConfig["credentials"]>((c) => typeof c === "object" || typeof c === "function", {
+          error: "expected AWS credentials or a credential provider",
+        })
+        .optional(),
+    },
+    { error: "expected an object with at least a bucket" },
+  )
+  .superRefine((o, ctx) => {
+    if (o.client === undefined) return;
+    for (const field of OWN_CLIENT_ONLY) {
+      if (o[field] !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [field],
+          message: "only applies to the client the store creates; configure your own client instead",
+        });
+      }
+    }
+  });
+
+/** What an `s3://` URL says. `prefix` absent: the store's default, "leases/". */
+export interface S3Url {
+  kind: "s3";
+  bucket: string;
+  prefix?: string;
+  region?: string;
+  endpoint?: string;
+  forcePathStyle?: boolean;
+}
+
+interface S3Module {
+  S3Store: new (options: S3StoreOptions) => LeaseStore;
+}
+
+export const s3Backend: Backend<S3Url> = {
+  kind: "s3",
+  schemes: ["s3"],
+  forms: ["s3://BUCKET/PREFIX?region=REGION&endpoint=URL&pathStyle=true"],
+  options: s3OptionsSchema,
+  runtimes: {
+    node: true,
+    lambda: true,
+    workers: "the Worker bundles the Durable Object and DynamoDB stores only",
+  },
+  env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
+  parse(text) {
+    const url = hostUrl(text, "s3", "s3://BUCKET/PREFIX", "the AWS SDK reads credentials itself");
+    if (url.port !== "") throw invalid("s3 bucket", "expected a bucket name, not host:port (use ?endpoint=)");
+    checkPart(bucket, url.hostname, "s3 bucket");
+    const prefix = pathPrefix(url, "s3 prefix");
+    const params = queryParams(url, "s3", ["region", "endpoint", "pathStyle"]);
+    const region = params.get("region");
+    if (region !== undefined) checkPart(awsRegion, region, 'query parameter "region"');
+    const pathStyle = params.get("pathStyle");
+    if (pathStyle !== undefined && pathStyle !== "true" && pathStyle !== "false") {
+      throw invalid('query parameter "pathStyle"', `expected true or false, got ${JSON.stringify(pathStyle)}`);
+    }
+    return {
+      kind: "s3",
+      bucket: url.hostname,
+      ...defined({
+        prefix: prefix === "" ? undefined : prefix,
+        region,
+        endpoint: endpointParam(params.get("endpoint")),
+        forcePathStyle: pathStyle === undefined ? undefined : pathStyle === "true",
+      }),
+    };
+  },
+  async open(spec, { env, client }) {
+    const { kind: _, region: given, endpoint, forcePathStyle, ...location } = spec;
+    const settings =
+      client === undefined ? { region: regionOf(given, env), ...defined({ endpoint, forcePathStyle }) } : {};
+    const { S3Store } = await loadStoreModule<S3Module>("s3", "../stores/s3.js");
+    return new S3Store({ ...location, ...settings, ...(client === undefined ? {} : { client: client as S3Client }) });
+  },
+};
+
+/** The region a URL names, else AWS_REGION / AWS_DEFAULT_REGION from `env` (DynamoDB and S3). */
+export function regionOf(given: string | undefined, env: Record<string, string | undefined>): string {
+  const region = given ?? (env.AWS_REGION || undefined) ?? (env.AWS_DEFAULT_REGION || undefined);
+  if (region === undefined) {
+    throw invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
+  }
+  return region;
+}
