@@ -17,13 +17,14 @@
  * from globals.
  */
 import { type AzureBlobUrl, azureBlobBackend } from "./backends/azure-blob.js";
-import { type Backend, invalid, loadStoreModule, type Runtime, setUrlForms } from "./backends/backend.js";
+import { type Backend, loadStoreModule, type Runtime } from "./backends/backend.js";
 import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb.js";
 import { type GcsUrl, gcsBackend } from "./backends/gcs.js";
 import { type HttpUrl, httpBackend } from "./backends/http.js";
 import { type MemoryUrl, memoryBackend } from "./backends/memory.js";
 import { type S3Url, s3Backend } from "./backends/s3.js";
 import { type SqliteUrl, sqliteBackend } from "./backends/sqlite.js";
+import { invalid, setForms } from "./backends/url.js";
 import { LeaseValidationError } from "./errors.js";
 import type { LeaseStore } from "./lease.js";
 
@@ -46,7 +47,7 @@ export const BACKENDS: readonly Backend<StoreUrl>[] = [
 
 /** Every accepted form, for error messages and help text. */
 export const STORE_URL_FORMS: readonly string[] = BACKENDS.flatMap((b) => b.forms);
-setUrlForms(STORE_URL_FORMS);
+setForms(STORE_URL_FORMS);
 
 export function backendOf(kind: StoreKind): Backend<StoreUrl> {
   return BACKENDS.find((b) => b.kind === kind)!;

@@ -8,17 +8,8 @@ import type { AnonymousCredential, ContainerClient, StorageSharedKeyCredential }
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
-import {
-  type Backend,
-  checkPart,
-  defined,
-  endpointParam,
-  hostUrl,
-  invalid,
-  loadStoreModule,
-  pathPrefix,
-  queryParams,
-} from "./backend.js";
+import { type Backend, loadStoreModule } from "./backend.js";
+import * as parts from "./url.js";
 
 /**
  * What `new BlobServiceClient(url, credential)` accepts: a shared key, a TokenCredential (e.g.
@@ -171,25 +162,28 @@ export const azureBlobBackend: Backend<AzureBlobUrl> = {
   },
   env: ["AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"],
   parse(text) {
-    const url = hostUrl(text, "azblob", "azblob://ACCOUNT/CONTAINER/PREFIX", "put the key in AZURE_STORAGE_KEY");
+    const url = parts.host(text, "azblob", "azblob://ACCOUNT/CONTAINER/PREFIX", "put the key in AZURE_STORAGE_KEY");
     if (url.port !== "") {
-      throw invalid("azblob account", "expected a storage account name, not host:port (use ?endpoint=)");
+      throw parts.invalid("azblob account", "expected a storage account name, not host:port (use ?endpoint=)");
     }
-    checkPart(accountName, url.hostname, "azblob account");
+    parts.check(accountName, url.hostname, "azblob account");
     const [, container = "", ...rest] = url.pathname.split("/");
-    checkPart(containerName, container, "azblob container");
-    const prefix = rest.length === 0 ? "" : pathPrefix(url, "azblob prefix", `/${rest.join("/")}`);
-    const params = queryParams(url, "azblob", ["endpoint"]);
+    parts.check(containerName, container, "azblob container");
+    const prefix = rest.length === 0 ? "" : parts.prefix(url, "azblob prefix", `/${rest.join("/")}`);
+    const params = parts.query(url, "azblob", ["endpoint"]);
     return {
       kind: "azure-blob",
       account: url.hostname,
       container,
-      ...defined({ prefix: prefix === "" ? undefined : prefix, endpoint: endpointParam(params.get("endpoint")) }),
+      ...parts.defined({
+        prefix: prefix === "" ? undefined : prefix,
+        endpoint: parts.endpoint(params.get("endpoint")),
+      }),
     };
   },
   async open(spec, { env, client }) {
     const { AzureBlobStore } = await loadStoreModule<AzureBlobModule>("azure-blob", "../stores/azure-blob.js");
-    const base = defined({ prefix: spec.prefix });
+    const base = parts.defined({ prefix: spec.prefix });
     if (client !== undefined) return new AzureBlobStore({ container: client as ContainerClient, ...base });
     return new AzureBlobStore({ container: spec.container, ...base, ...credentialsFrom(spec, env) });
   },
@@ -207,14 +201,14 @@ function credentialsFrom(
   const connectionString = env.AZURE_STORAGE_CONNECTION_STRING;
   if (connectionString) {
     if (spec.endpoint !== undefined) {
-      throw invalid(
+      throw parts.invalid(
         'query parameter "endpoint"',
         "not used with AZURE_STORAGE_CONNECTION_STRING, which names the endpoint",
       );
     }
     const named = /(?:^|;)\s*AccountName=([^;]*)/i.exec(connectionString)?.[1]?.trim();
     if (named !== spec.account) {
-      throw invalid(
+      throw parts.invalid(
         "azblob account",
         `the URL names account "${spec.account}" but AZURE_STORAGE_CONNECTION_STRING is for ${named ? `"${named}"` : "no AccountName"}`,
       );
@@ -224,7 +218,7 @@ function credentialsFrom(
   const accountUrl = (spec.endpoint ?? `https://${spec.account}.blob.core.windows.net`).replace(/\/+$/, "");
   if (env.AZURE_STORAGE_KEY) return { accountUrl, accountName: spec.account, accountKey: env.AZURE_STORAGE_KEY };
   if (env.AZURE_STORAGE_SAS_TOKEN) return { accountUrl, sasToken: env.AZURE_STORAGE_SAS_TOKEN };
-  throw invalid(
+  throw parts.invalid(
     "azblob credentials",
     "expected AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN in the environment (for Entra ID, create AzureBlobStore in code with a TokenCredential)",
   );

@@ -6,17 +6,9 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
-import {
-  type Backend,
-  checkPart,
-  defined,
-  endpointParam,
-  hostUrl,
-  invalid,
-  loadStoreModule,
-  queryParams,
-} from "./backend.js";
+import { type Backend, loadStoreModule } from "./backend.js";
 import { awsRegion, regionOf } from "./s3.js";
+import * as parts from "./url.js";
 
 export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
 export const MIN_TTL_GRACE_SECONDS = 24 * 3600;
@@ -136,24 +128,27 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
   runtimes: { node: true, lambda: true, workers: true },
   env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
   parse(text) {
-    const url = hostUrl(text, "dynamodb", "dynamodb://TABLE", "the AWS SDK reads credentials itself");
-    if (url.port !== "") throw invalid("dynamodb table", "expected a table name, not host:port (use ?endpoint=)");
-    checkPart(tableName, url.hostname, "dynamodb table");
+    const url = parts.host(text, "dynamodb", "dynamodb://TABLE", "the AWS SDK reads credentials itself");
+    if (url.port !== "") throw parts.invalid("dynamodb table", "expected a table name, not host:port (use ?endpoint=)");
+    parts.check(tableName, url.hostname, "dynamodb table");
     if (url.pathname !== "" && url.pathname !== "/") {
-      throw invalid("dynamodb path", `expected nothing after the table name, got ${JSON.stringify(url.pathname)}`);
+      throw parts.invalid(
+        "dynamodb path",
+        `expected nothing after the table name, got ${JSON.stringify(url.pathname)}`,
+      );
     }
-    const params = queryParams(url, "dynamodb", ["region", "endpoint", "pk", "ttl"]);
+    const params = parts.query(url, "dynamodb", ["region", "endpoint", "pk", "ttl"]);
     const region = params.get("region");
-    if (region !== undefined) checkPart(awsRegion, region, 'query parameter "region"');
+    if (region !== undefined) parts.check(awsRegion, region, 'query parameter "region"');
     const partitionKey = params.get("pk");
-    if (partitionKey !== undefined) checkPart(urlAttribute, partitionKey, 'query parameter "pk"');
+    if (partitionKey !== undefined) parts.check(urlAttribute, partitionKey, 'query parameter "pk"');
     // Opt-in TTL stamping (see the caveat in src/stores/dynamodb.ts: a deleted record restarts terms).
     const ttlAttribute = params.get("ttl");
-    if (ttlAttribute !== undefined) checkPart(urlAttribute, ttlAttribute, 'query parameter "ttl"');
+    if (ttlAttribute !== undefined) parts.check(urlAttribute, ttlAttribute, 'query parameter "ttl"');
     return {
       kind: "dynamodb",
       table: url.hostname,
-      ...defined({ region, endpoint: endpointParam(params.get("endpoint")), partitionKey, ttlAttribute }),
+      ...parts.defined({ region, endpoint: parts.endpoint(params.get("endpoint")), partitionKey, ttlAttribute }),
     };
   },
   async open(spec, { env, client }) {
@@ -173,7 +168,8 @@ export function dynamoDbOptionsOf(
   env: Record<string, string | undefined>,
   client: { client: DynamoDBClient } | { credentials?: DynamoDbStoreOptions["credentials"] },
 ): DynamoDbStoreOptions {
-  const { kind: _, region, endpoint, ...table } = spec;
-  if ("client" in client) return { ...table, ...client };
-  return { ...table, region: regionOf(region, env), ...defined({ endpoint }), ...client };
+  const table = parts.defined({ table: spec.table, partitionKey: spec.partitionKey, ttlAttribute: spec.ttlAttribute });
+  if ("client" in client) return { table: spec.table, ...table, ...client };
+  const region = regionOf(spec.region, env);
+  return { table: spec.table, ...table, region, ...parts.defined({ endpoint: spec.endpoint }), ...client };
 }

@@ -8,18 +8,8 @@ import type { Bucket, Storage } from "@google-cloud/storage";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
-import {
-  type Backend,
-  checkPart,
-  defined,
-  endpointParam,
-  hostUrl,
-  invalid,
-  loadStoreModule,
-  pathPrefix,
-  queryParams,
-  type StoreLimits,
-} from "./backend.js";
+import { type Backend, loadStoreModule, type StoreLimits } from "./backend.js";
+import * as parts from "./url.js";
 
 export interface GcsStoreOptions {
   /** Bucket name, or a `Bucket` of your own `Storage` (then `storage`, `apiEndpoint`, `projectId` are unused). */
@@ -99,19 +89,19 @@ export const gcsBackend: Backend<GcsUrl> = {
   limits: GCS_LIMITS,
   env: ["GOOGLE_CLOUD_PROJECT"],
   parse(text) {
-    const url = hostUrl(text, "gcs", "gcs://BUCKET/PREFIX", null);
+    const url = parts.host(text, "gcs", "gcs://BUCKET/PREFIX", null);
     if (url.username !== "" || url.password !== "" || url.port !== "") {
-      throw invalid("gcs bucket", "expected a bucket name, not user@host:port (use ?endpoint=)");
+      throw parts.invalid("gcs bucket", "expected a bucket name, not user@host:port (use ?endpoint=)");
     }
-    checkPart(bucketName, url.hostname, "gcs bucket");
-    const prefix = pathPrefix(url, "gcs prefix");
-    const params = queryParams(url, "gcs", ["endpoint", "project"]);
+    parts.check(bucketName, url.hostname, "gcs bucket");
+    const prefix = parts.prefix(url, "gcs prefix");
+    const params = parts.query(url, "gcs", ["endpoint", "project"]);
     return {
       kind: "gcs",
       bucket: url.hostname,
-      ...defined({
+      ...parts.defined({
         prefix: prefix === "" ? undefined : prefix,
-        endpoint: endpointParam(params.get("endpoint")),
+        endpoint: parts.endpoint(params.get("endpoint")),
         projectId: params.get("project"),
       }),
     };
@@ -121,8 +111,10 @@ export const gcsBackend: Backend<GcsUrl> = {
     const { GcsStore } = await loadStoreModule<GcsModule>("gcs", "../stores/gcs.js");
     return new GcsStore({
       bucket: spec.bucket,
-      ...defined({ prefix: spec.prefix }),
-      ...(client === undefined ? defined({ apiEndpoint: spec.endpoint, projectId }) : { storage: client as Storage }),
+      ...parts.defined({ prefix: spec.prefix }),
+      ...(client === undefined
+        ? parts.defined({ apiEndpoint: spec.endpoint, projectId })
+        : { storage: client as Storage }),
     });
   },
 };

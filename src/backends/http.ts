@@ -6,7 +6,8 @@
  */
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
-import { type Backend, invalid, loadStoreModule } from "./backend.js";
+import { type Backend, loadStoreModule } from "./backend.js";
+import * as parts from "./url.js";
 
 export interface HttpUrl {
   kind: "http";
@@ -33,15 +34,15 @@ export const httpBackend: Backend<HttpUrl> = {
     try {
       url = new URL(text);
     } catch {
-      throw invalid("http URL", "not a valid URL");
+      throw parts.invalid("http URL", "not a valid URL");
     }
-    if (url.hash !== "") throw invalid("fragment", `expected no "#..." part, got ${JSON.stringify(url.hash)}`);
-    if (url.hostname === "") throw invalid("host", "expected http(s)://HOST[:PORT]/");
+    if (url.hash !== "") throw parts.invalid("fragment", `expected no "#..." part, got ${JSON.stringify(url.hash)}`);
+    if (url.hostname === "") throw parts.invalid("host", "expected http(s)://HOST[:PORT]/");
     if (url.username !== "" || url.password !== "") {
       // A token in the URL ends up in process lists and shell history.
-      throw invalid("credentials", "expected no user:password@ in the URL; put the token in LEASEHOLD_TOKEN");
+      throw parts.invalid("credentials", "expected no user:password@ in the URL; put the token in LEASEHOLD_TOKEN");
     }
-    if (url.search !== "") throw invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
+    if (url.search !== "") throw parts.invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
     return { kind: "http", baseUrl: url.href };
   },
   async open(spec, { env }) {

@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import { MemoryStore } from "../stores/memory.js";
-import { type Backend, invalid } from "./backend.js";
+import type { Backend } from "./backend.js";
+import * as parts from "./url.js";
 
 export interface MemoryUrl {
   kind: "memory";
@@ -21,7 +22,7 @@ export const memoryBackend: Backend<MemoryUrl> = {
   runtimes: { node: true, lambda: `each Lambda instance ${PER_INSTANCE}`, workers: `each isolate ${PER_INSTANCE}` },
   parse(text) {
     const rest = text.slice("memory:".length);
-    if (rest !== "" && rest !== "//") throw invalid("memory: URL", `expected nothing after "memory:"`);
+    if (rest !== "" && rest !== "//") throw parts.invalid("memory: URL", `expected nothing after "memory:"`);
     return { kind: "memory" };
   },
   async open() {

@@ -7,17 +7,8 @@ import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
-import {
-  type Backend,
-  checkPart,
-  defined,
-  endpointParam,
-  hostUrl,
-  invalid,
-  loadStoreModule,
-  pathPrefix,
-  queryParams,
-} from "./backend.js";
+import { type Backend, loadStoreModule } from "./backend.js";
+import * as parts from "./url.js";
 
 export interface S3StoreOptions {
   /** Bucket name (a general purpose bucket: listing relies on key order). */
@@ -111,34 +102,39 @@ export const s3Backend: Backend<S3Url> = {
   },
   env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
   parse(text) {
-    const url = hostUrl(text, "s3", "s3://BUCKET/PREFIX", "the AWS SDK reads credentials itself");
-    if (url.port !== "") throw invalid("s3 bucket", "expected a bucket name, not host:port (use ?endpoint=)");
-    checkPart(bucket, url.hostname, "s3 bucket");
-    const prefix = pathPrefix(url, "s3 prefix");
-    const params = queryParams(url, "s3", ["region", "endpoint", "pathStyle"]);
+    const url = parts.host(text, "s3", "s3://BUCKET/PREFIX", "the AWS SDK reads credentials itself");
+    if (url.port !== "") throw parts.invalid("s3 bucket", "expected a bucket name, not host:port (use ?endpoint=)");
+    parts.check(bucket, url.hostname, "s3 bucket");
+    const prefix = parts.prefix(url, "s3 prefix");
+    const params = parts.query(url, "s3", ["region", "endpoint", "pathStyle"]);
     const region = params.get("region");
-    if (region !== undefined) checkPart(awsRegion, region, 'query parameter "region"');
+    if (region !== undefined) parts.check(awsRegion, region, 'query parameter "region"');
     const pathStyle = params.get("pathStyle");
     if (pathStyle !== undefined && pathStyle !== "true" && pathStyle !== "false") {
-      throw invalid('query parameter "pathStyle"', `expected true or false, got ${JSON.stringify(pathStyle)}`);
+      throw parts.invalid('query parameter "pathStyle"', `expected true or false, got ${JSON.stringify(pathStyle)}`);
     }
     return {
       kind: "s3",
       bucket: url.hostname,
-      ...defined({
+      ...parts.defined({
         prefix: prefix === "" ? undefined : prefix,
         region,
-        endpoint: endpointParam(params.get("endpoint")),
+        endpoint: parts.endpoint(params.get("endpoint")),
         forcePathStyle: pathStyle === undefined ? undefined : pathStyle === "true",
       }),
     };
   },
   async open(spec, { env, client }) {
-    const { kind: _, region: given, endpoint, forcePathStyle, ...location } = spec;
+    const location = { bucket: spec.bucket, ...parts.defined({ prefix: spec.prefix }) };
     const settings =
-      client === undefined ? { region: regionOf(given, env), ...defined({ endpoint, forcePathStyle }) } : {};
+      client === undefined
+        ? {
+            region: regionOf(spec.region, env),
+            ...parts.defined({ endpoint: spec.endpoint, forcePathStyle: spec.forcePathStyle }),
+          }
+        : { client: client as S3Client };
     const { S3Store } = await loadStoreModule<S3Module>("s3", "../stores/s3.js");
-    return new S3Store({ ...location, ...settings, ...(client === undefined ? {} : { client: client as S3Client }) });
+    return new S3Store({ ...location, ...settings });
   },
 };
 
@@ -146,7 +142,7 @@ export const s3Backend: Backend<S3Url> = {
 export function regionOf(given: string | undefined, env: Record<string, string | undefined>): string {
   const region = given ?? (env.AWS_REGION || undefined) ?? (env.AWS_DEFAULT_REGION || undefined);
   if (region === undefined) {
-    throw invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
+    throw parts.invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
   }
   return region;
 }

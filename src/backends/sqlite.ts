@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
-import { type Backend, invalid, loadStoreModule } from "./backend.js";
+import { type Backend, loadStoreModule } from "./backend.js";
+import * as parts from "./url.js";
 
 export interface SqliteStoreOptions {
   /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
@@ -71,10 +72,10 @@ export const sqliteBackend: Backend<SqliteUrl> = {
   },
   parse(text) {
     const path = text.slice("sqlite:".length);
-    if (path === "") throw invalid("sqlite path", `expected a file path after "sqlite:"`);
+    if (path === "") throw parts.invalid("sqlite path", `expected a file path after "sqlite:"`);
     // "sqlite://x" could mean a host, "x" relative or "/x": refuse to guess.
     if (path.startsWith("//")) {
-      throw invalid("sqlite path", `expected sqlite:/abs/path or sqlite:./relative/path, not "sqlite://..."`);
+      throw parts.invalid("sqlite path", `expected sqlite:/abs/path or sqlite:./relative/path, not "sqlite://..."`);
     }
     return { kind: "sqlite", path };
   },

@@ -25,14 +25,8 @@ import { type AzureBlobStoreOptions, azureBlobOptionsSchema } from "../backends/
 import { validate } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { ETAG_PATTERN, parseEtag } from "./etag.js";
-import {
-  DEFAULT_OBJECT_TIMEOUT_MS,
-  OBJECT_PAGE_SIZE,
-  type ObjectFailure,
-  type ObjectService,
-  ObjectStore,
-  type ObjectVersion,
-} from "./object-store.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
 
 export type { AzureBlobStoreOptions, AzureCredential } from "../backends/azure-blob.js";
 

@@ -22,14 +22,8 @@ import { GCS_LIMITS, type GcsStoreOptions, gcsOptionsSchema } from "../backends/
 import { LeaseStoreError, LeaseValidationError } from "../errors.js";
 import { type Revision, validate } from "../lease.js";
 import { importPeer } from "../peer.js";
-import {
-  DEFAULT_OBJECT_TIMEOUT_MS,
-  OBJECT_PAGE_SIZE,
-  type ObjectFailure,
-  type ObjectService,
-  ObjectStore,
-  type ObjectVersion,
-} from "./object-store.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
 
 export type { GcsStoreOptions } from "../backends/gcs.js";
 

@@ -29,18 +29,8 @@
  */
 import { z } from "zod";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, StoreContractError } from "../errors.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  parseRecord,
-  type Revision,
-  type Stored,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
+import { parseRecord, validateName, validatePrefix, validateRecord } from "../lease.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
 import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 

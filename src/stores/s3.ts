@@ -32,14 +32,8 @@ import { validate } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { probeConditionalWrites } from "./conditional-probe.js";
 import { ETAG_PATTERN, parseEtag } from "./etag.js";
-import {
-  DEFAULT_OBJECT_TIMEOUT_MS,
-  OBJECT_PAGE_SIZE,
-  type ObjectFailure,
-  type ObjectService,
-  ObjectStore,
-  type ObjectVersion,
-} from "./object-store.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
 
 export type { S3StoreOptions } from "../backends/s3.js";
 
