@@ -6,8 +6,8 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
+import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
 import { type Backend, loadStoreModule } from "./backend.js";
-import { awsRegion, regionOf } from "./s3.js";
 import * as parts from "./url.js";
 
 export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
@@ -61,18 +61,7 @@ export const dynamoDbOptionsSchema = z
   .strictObject(
     {
       table: tableName,
-      client: z
-        .custom<DynamoDBClient>((c) => typeof (c as { send?: unknown } | null)?.send === "function", {
-          error: "expected a DynamoDBClient (an object with send)",
-        })
-        .optional(),
-      region: awsRegion.optional(),
-      endpoint: z.url({ protocol: /^https?$/, error: "expected an http(s) URL" }).optional(),
-      credentials: z
-        .custom<DynamoDBClientConfig["credentials"]>((c) => typeof c === "object" || typeof c === "function", {
-          error: "expected AWS credentials or a credential provider",
-        })
-        .optional(),
+      ...awsClientFields<DynamoDBClient, DynamoDBClientConfig["credentials"]>("a DynamoDBClient (an object with send)"),
       partitionKey: attributeName.default("pk"),
       ttlAttribute: attributeName.optional(),
       ttlGraceSeconds: z
@@ -97,13 +86,7 @@ export const dynamoDbOptionsSchema = z
     if (o.ttlGraceSeconds !== undefined && o.ttlAttribute === undefined) {
       issue("ttlGraceSeconds", "only applies with ttlAttribute set");
     }
-    if (o.client !== undefined) {
-      for (const field of OWN_CLIENT_ONLY) {
-        if (o[field] !== undefined) {
-          issue(field, "only applies to the client the store creates; configure your own client instead");
-        }
-      }
-    }
+    ownClientOnly(OWN_CLIENT_ONLY)(o, ctx);
   });
 
 /** What a `dynamodb://` URL says. */

@@ -7,6 +7,7 @@ import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
+import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
 import { type Backend, loadStoreModule } from "./backend.js";
 import * as parts from "./url.js";
 
@@ -37,9 +38,6 @@ export interface S3StoreOptions {
 const bucket = z.string({ error: "expected an S3 bucket name" }).regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
   error: "expected an S3 bucket name (3-63 characters of a-z 0-9 . - starting and ending with a letter or digit)",
 });
-export const awsRegion = z
-  .string({ error: "expected an AWS region such as eu-west-1" })
-  .regex(/^[a-z0-9-]{1,64}$/, { error: "expected an AWS region such as eu-west-1" });
 const OWN_CLIENT_ONLY = ["region", "endpoint", "forcePathStyle", "credentials", "timeoutMs"] as const;
 
 export const s3OptionsSchema = z
@@ -47,34 +45,12 @@ export const s3OptionsSchema = z
     {
       bucket,
       ...objectStoreFields,
-      client: z
-        .custom<S3Client>((c) => typeof (c as { send?: unknown } | null)?.send === "function", {
-          error: "expected an S3Client from @aws-sdk/client-s3",
-        })
-        .optional(),
-      region: awsRegion.optional(),
-      endpoint: z.url({ protocol: /^https?$/, error: "expected an http(s) URL" }).optional(),
+      ...awsClientFields<S3Client, S3ClientConfig["credentials"]>("an S3Client from @aws-sdk/client-s3"),
       forcePathStyle: z.boolean({ error: "expected true or false" }).optional(),
-      credentials: z
-        .custom<S3ClientConfig["credentials"]>((c) => typeof c === "object" || typeof c === "function", {
-          error: "expected AWS credentials or a credential provider",
-        })
-        .optional(),
     },
     { error: "expected an object with at least a bucket" },
   )
-  .superRefine((o, ctx) => {
-    if (o.client === undefined) return;
-    for (const field of OWN_CLIENT_ONLY) {
-      if (o[field] !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: [field],
-          message: "only applies to the client the store creates; configure your own client instead",
-        });
-      }
-    }
-  });
+  .superRefine(ownClientOnly(OWN_CLIENT_ONLY));
 
 /** What an `s3://` URL says. `prefix` absent: the store's default, "leases/". */
 export interface S3Url {
@@ -137,12 +113,3 @@ export const s3Backend: Backend<S3Url> = {
     return new S3Store({ ...location, ...settings });
   },
 };
-
-/** The region a URL names, else AWS_REGION / AWS_DEFAULT_REGION from `env` (DynamoDB and S3). */
-export function regionOf(given: string | undefined, env: Record<string, string | undefined>): string {
-  const region = given ?? (env.AWS_REGION || undefined) ?? (env.AWS_DEFAULT_REGION || undefined);
-  if (region === undefined) {
-    throw parts.invalid('query parameter "region"', "expected ?region=... or AWS_REGION in the environment");
-  }
-  return region;
-}
