@@ -24,7 +24,7 @@
 import { hostname } from "node:os";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
-import { LeadershipLostError, LeaseValidationError } from "../errors.js";
+import { isStoreContractError, LeadershipLostError, LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
@@ -201,7 +201,8 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     });
 
     elector.on("error", ({ error, during }) => {
-      const auth = authFailure(error, io.env);
+      // Credentials the store refuses, or a store that cannot keep the contract: no retry can help.
+      const auth = authFailure(error, io.env) ?? (isStoreContractError(error) ? errorMessage(error) : undefined);
       if (auth !== undefined) {
         if (refused) return;
         refused = true;
