@@ -7,7 +7,9 @@
  * Writes issued in the same turn of the event loop travel in one message. The thread holds the
  * process open only while writes or closes are outstanding (it is unref'd when idle). If it dies,
  * every write it had not answered is reported ambiguous (it may have committed), and the next
- * write starts a new thread.
+ * write starts a new thread. Until a thread has booted (tens of milliseconds, far more on a busy
+ * machine), writes commit on the caller's thread instead, one at a time and just as durable: a
+ * process's first writes do not wait for a thread to start.
  */
 import { Worker } from "node:worker_threads";
 import type { DatabaseSettings, WriteRequest, WriteResult } from "./sqlite-commit.js";
@@ -26,6 +28,8 @@ class WriterThread {
   private outbox = new Map<string, Extract<ToWriter, { type: "writes" }>>();
   private flushScheduled = false;
   private stopped: string | undefined;
+  /** True once the thread can take writes. */
+  ready = false;
 
   constructor(private readonly onStopped: () => void) {
     this.worker = startThread();
@@ -74,6 +78,10 @@ class WriterThread {
   }
 
   private receive(message: FromWriter): void {
+    if (message.type === "ready") {
+      this.ready = true;
+      return;
+    }
     if (message.type === "closed") {
       this.closing.get(message.id)?.();
       this.closing.delete(message.id);
@@ -108,17 +116,9 @@ function failed(message: string, ambiguous: boolean): WriteResult {
   return { kind: "failed", message, code: "", ambiguous };
 }
 
-/**
- * From the built package the thread is a .js file beside this one. From the TypeScript sources
- * (tests, benchmarks) it is a .ts file, which a plain Worker cannot load: it is loaded through
- * tsx, which those runs have installed.
- */
+/** The thread runs ./sqlite-writer-thread.js, plain JavaScript beside this module in the sources and the package alike. */
 function startThread(): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith(".ts")) return new Worker(new URL("./sqlite-writer-thread.js", here));
-  const thread = new URL("./sqlite-writer-thread.ts", here).href;
-  const bootstrap = `import("tsx/esm/api").then(({ tsImport }) => tsImport(${JSON.stringify(thread)}, ${JSON.stringify(here)}))`;
-  return new Worker(bootstrap, { eval: true });
+  return new Worker(new URL("./sqlite-writer-thread.js", import.meta.url));
 }
 
 let shared: WriterThread | undefined;
@@ -126,18 +126,26 @@ let shared: WriterThread | undefined;
 const users = new Map<string, number>();
 
 /** A handle on the process's writer thread for one store of `file`; `release` once, on close. */
-export function attachWriter(file: string, settings: DatabaseSettings) {
+export function attachWriter(
+  file: string,
+  settings: DatabaseSettings,
+  /** Commits one write on the caller's thread, until the writer thread is ready. */
+  commitHere: (request: WriteRequest) => WriteResult,
+) {
   users.set(file, (users.get(file) ?? 0) + 1);
+  // Started now, so that the first write does not wait for a thread to boot; again after one died.
+  const thread = () =>
+    (shared ??= new WriterThread(() => {
+      shared = undefined;
+    }));
+  thread();
   let released = false;
   return {
     /** Resolves with the write's outcome once its transaction committed (or failed). */
     write(request: WriteRequest): Promise<WriteResult> {
       if (released) return Promise.resolve(failed("the store is closed", false));
-      // Started on first use, and again after one died.
-      shared ??= new WriterThread(() => {
-        shared = undefined;
-      });
-      return shared.write(file, settings, request);
+      const writer = thread();
+      return writer.ready ? writer.write(file, settings, request) : Promise.resolve(commitHere(request));
     },
     async release(): Promise<void> {
       if (released) return;

@@ -101,13 +101,11 @@ export class SqliteStore implements LeaseStore {
       );
     }
     this.statements = prepareStatements(this.db, o.table);
-    const inline = memory || baseline.inline === true;
-    this.writer = inline
-      ? {
-          write: async (request) => this.statements.commit([request])[0]!,
-          release: async () => undefined,
-        }
-      : attachWriter(JSON.stringify(settings), settings);
+    const commitHere = (request: WriteRequest) => this.statements.commit([request])[0]!;
+    this.writer =
+      memory || baseline.inline === true
+        ? { write: async (request) => commitHere(request), release: async () => undefined }
+        : attachWriter(JSON.stringify(settings), settings, commitHere);
   }
 
   async get(name: string, _options?: CallOptions): Promise<Stored | null> {
