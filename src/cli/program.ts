@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isLeaseCorruptError, isLeaseStoreError, isStoreUnavailableError, LeaseValidationError } from "../errors.js";
 import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
+import { doctorCommand } from "./doctor.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
 import { runCommand } from "./run.js";
@@ -162,6 +163,41 @@ Examples:
           { store: storeOf(io, opts.store), name, holder: opts.holder, term: opts.term, json: opts.json === true },
           io,
         ),
+      );
+    });
+
+  program
+    .command("doctor")
+    .description("check that a store keeps the lease contract (on scratch names of its own), and how fast it answers")
+    .argument("<store-url>", `the store to check: ${STORE_URL_FORMS.join(", ")}`)
+    .option("--rounds <n>", "rounds of each race (default 30)", wholeNumber("a whole number of rounds", 10_000), 30)
+    .option(
+      "--writers <n>",
+      "concurrent writers in each round (default 20)",
+      wholeNumber("a number of writers", 1000),
+      20,
+    )
+    .option("--json", "print the report as JSON", false)
+    .addHelpText(
+      "after",
+      `
+Runs the store contract's safety cases (compare-and-swap, conflicts, re-sent writes, ABA, terms,
+and races of concurrent writers, many rounds) under leasehold-doctor/<run id>/, measures read and
+write round trips and the shortest safe leaseMs, and prints a table. The records it wrote are left
+released (leasehold never deletes a lease record). Exit status: 0 all passed, 1 a check failed.
+
+Examples:
+  leasehold doctor 's3://my-bucket/leases/?endpoint=https://minio.internal:9000&pathStyle=true'
+  leasehold doctor dynamodb://leasehold-leases?region=eu-west-1 --rounds 100`,
+    )
+    .action(async (url: string, opts) => {
+      if (opts.rounds < 1 || opts.writers < 2) {
+        throw new LeaseValidationError("doctor options", [
+          { path: opts.rounds < 1 ? "--rounds" : "--writers", message: "expected at least 1 round and 2 writers" },
+        ]);
+      }
+      setExitCode(
+        await doctorCommand({ store: url, rounds: opts.rounds, writers: opts.writers, json: opts.json === true }, io),
       );
     });
 
