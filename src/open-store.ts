@@ -17,7 +17,7 @@
  * from globals.
  */
 import { type AzureBlobUrl, azureBlobBackend } from "./backends/azure-blob.js";
-import { type Backend, loadStoreModule, type Runtime } from "./backends/backend.js";
+import type { Backend, Runtime } from "./backends/backend.js";
 import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb.js";
 import { type GcsUrl, gcsBackend } from "./backends/gcs.js";
 import { type HttpUrl, httpBackend } from "./backends/http.js";
@@ -25,7 +25,7 @@ import { type MemoryUrl, memoryBackend } from "./backends/memory.js";
 import { type S3Url, s3Backend } from "./backends/s3.js";
 import { type SqliteUrl, sqliteBackend } from "./backends/sqlite.js";
 import { invalid, setForms } from "./backends/url.js";
-import { LeaseValidationError } from "./errors.js";
+import { LeaseValidationError, StoreUnavailableError } from "./errors.js";
 import type { LeaseStore } from "./lease.js";
 
 export type { Runtime } from "./backends/backend.js";
@@ -92,10 +92,13 @@ export function parseStoreUrl(url: string): StoreUrl {
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
   const spec = parseStoreUrl(url);
-  return backendOf(spec.kind).open(spec, {
+  const backend = backendOf(spec.kind);
+  const module = backend.module === undefined ? undefined : await loadStoreModule(spec.kind, backend.module);
+  return backend.open(spec, {
     env: options.env ?? {},
     create: options.create ?? true,
     ...(options.client === undefined ? {} : { client: options.client }),
+    module,
   });
 }
 
@@ -147,6 +150,31 @@ export function chooseStoreUrl(given: {
   if (store !== undefined) return { url: store, from: "LEASEHOLD_STORE", warnings: [] };
   if (db !== undefined) return { url: `sqlite:${db}`, from: "LEASEHOLD_DB", warnings: [] };
   return { url: `sqlite:${DEFAULT_DB}`, from: "default", warnings: [] };
+}
+
+/** Loads one of our own store modules; a missing module is named as such, other failures pass through. */
+async function loadStoreModule<T>(kind: string, specifier: string): Promise<T> {
+  try {
+    // A computed specifier: bundlers cannot follow it, so Node-only stores stay out of Worker bundles.
+    return (await import(specifier)) as T;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const message = String((error as { message?: unknown }).message ?? "");
+    // Only the store module itself being absent; a missing SDK inside it keeps its own message.
+    const file = specifier.replace(/^\.\//, "").replace(/\.js$/, "");
+    const missing = message.match(/Cannot find module '([^']*)'/)?.[1] ?? "";
+    if (
+      (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") &&
+      /\.(js|ts)$/.test(missing) &&
+      missing.replace(/\.(js|ts)$/, "").endsWith(file)
+    ) {
+      throw new StoreUnavailableError(
+        `the ${kind} store is not available in this build of leasehold (module ${specifier} not found)`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }
 
 /** The loader itself, exported for its test only (a missing module cannot be staged otherwise). */

@@ -2,7 +2,7 @@
  * `leasehold doctor` (src/cli/doctor.ts): the store contract's safety cases against a store URL.
  * It passes on every local server the tests start, fails on an S3-compatible server that ignores
  * the conditions (a few lines of Node), and runs against any endpoint named in
- * LEASEHOLD_DOCTOR_STORES (store URLs separated by spaces; their credentials from the
+ * DOCTOR_STORE_URLS (store URLs separated by spaces; their credentials from the
  * environment), so a user can run the contract against MinIO, R2 or Ceph with `npx vitest run
  * test/doctor.test.ts`.
  */
@@ -100,9 +100,9 @@ describe("leasehold doctor on every local server: every check passes", () => {
     }
   });
 
-  const external = (process.env.LEASEHOLD_DOCTOR_STORES ?? "").split(/\s+/).filter((url) => url !== "");
+  const external = (process.env.DOCTOR_STORE_URLS ?? "").split(/\s+/).filter((url) => url !== "");
   for (const url of external) {
-    it(`LEASEHOLD_DOCTOR_STORES: ${url}`, async () => {
+    it(`DOCTOR_STORE_URLS: ${url}`, async () => {
       const store = await openStore(url, { env: process.env });
       try {
         const report = await examine(store, {

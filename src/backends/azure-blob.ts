@@ -8,7 +8,7 @@ import type { AnonymousCredential, ContainerClient, StorageSharedKeyCredential }
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
-import { type Backend, loadStoreModule } from "./backend.js";
+import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
 
 /**
@@ -181,8 +181,9 @@ export const azureBlobBackend: Backend<AzureBlobUrl> = {
       }),
     };
   },
-  async open(spec, { env, client }) {
-    const { AzureBlobStore } = await loadStoreModule<AzureBlobModule>("azure-blob", "../stores/azure-blob.js");
+  module: "./stores/azure-blob.js",
+  open(spec, { env, client, module }) {
+    const { AzureBlobStore } = module as AzureBlobModule;
     const base = parts.defined({ prefix: spec.prefix });
     if (client !== undefined) return new AzureBlobStore({ container: client as ContainerClient, ...base });
     return new AzureBlobStore({ container: spec.container, ...base, ...credentialsFrom(spec, env) });

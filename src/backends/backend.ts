@@ -6,13 +6,13 @@
  * declarations; nothing outside a declaration knows its backend's options or name rules.
  *
  * A declaration is pure: it imports no SDK and no Node API, so the registry can hold every one of
- * them and the Worker bundle stays small. `open` loads the store module (and its SDK) on demand,
- * through a computed specifier bundlers do not follow.
+ * them and the Worker bundle stays small. It names its store module; the registry loads it (and
+ * its SDK) on demand, through a computed specifier bundlers do not follow, and `open` builds the
+ * store from it.
  *
  * Runtime-neutral.
  */
 import type { z } from "zod";
-import { StoreUnavailableError } from "../errors.js";
 import type { LeaseStore, StoreLimits } from "../lease.js";
 
 /** Where a store may run: Node (library, CLI, `npm start`), the Lambda handler, the Worker. */
@@ -27,6 +27,8 @@ export interface OpenContext {
   create: boolean;
   /** A client of the backend's SDK the caller brings (the store then never closes it). */
   client?: unknown;
+  /** The backend's store module (`Backend.module`), loaded by the registry. */
+  module?: unknown;
 }
 
 export interface Backend<Spec extends { kind: string } = { kind: string }> {
@@ -44,31 +46,11 @@ export interface Backend<Spec extends { kind: string } = { kind: string }> {
   env?: readonly string[];
   /** Describes a URL of this backend's scheme; throws `LeaseValidationError` naming the wrong part. Pure. */
   parse(url: string): Spec;
-  /** Opens the store a parsed URL names (loading its module and SDK). */
-  open(spec: Spec, context: OpenContext): Promise<LeaseStore>;
-}
-
-/** Loads one of our own store modules; a missing module is named as such, other failures pass through. */
-export async function loadStoreModule<T>(kind: string, specifier: string): Promise<T> {
-  try {
-    // A computed specifier: bundlers cannot follow it, so Node-only stores stay out of Worker bundles.
-    return (await import(specifier)) as T;
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const message = String((error as { message?: unknown }).message ?? "");
-    // Only the store module itself being absent; a missing SDK inside it keeps its own message.
-    const file = specifier.replace(/^(\.\.?\/)+/, "").replace(/\.js$/, "");
-    const missing = message.match(/Cannot find module '([^']*)'/)?.[1] ?? "";
-    if (
-      (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") &&
-      /\.(js|ts)$/.test(missing) &&
-      missing.replace(/\.(js|ts)$/, "").endsWith(file)
-    ) {
-      throw new StoreUnavailableError(
-        `the ${kind} store is not available in this build of leasehold (module ${specifier} not found)`,
-        { cause: error },
-      );
-    }
-    throw error;
-  }
+  /**
+   * The store module, relative to src/ (the registry loads it with a computed import, which also
+   * loads its SDK); absent for a store in the core.
+   */
+  module?: string;
+  /** Opens the store a parsed URL names, from its loaded module. */
+  open(spec: Spec, context: OpenContext): LeaseStore;
 }

@@ -7,7 +7,7 @@ import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynam
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
-import { type Backend, loadStoreModule } from "./backend.js";
+import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
 
 export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
@@ -134,9 +134,10 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
       ...parts.defined({ region, endpoint: parts.endpoint(params.get("endpoint")), partitionKey, ttlAttribute }),
     };
   },
-  async open(spec, { env, client }) {
+  module: "./stores/dynamodb.js",
+  open(spec, { env, client, module }) {
     const options = dynamoDbOptionsOf(spec, env, client === undefined ? {} : { client: client as DynamoDBClient });
-    const { DynamoDbStore } = await loadStoreModule<DynamoDbModule>("dynamodb", "../stores/dynamodb.js");
+    const { DynamoDbStore } = module as DynamoDbModule;
     return new DynamoDbStore(options);
   },
 };

@@ -8,7 +8,7 @@ import type { Bucket, Storage } from "@google-cloud/storage";
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
-import { type Backend, loadStoreModule, type StoreLimits } from "./backend.js";
+import type { Backend, StoreLimits } from "./backend.js";
 import * as parts from "./url.js";
 
 export interface GcsStoreOptions {
@@ -106,9 +106,10 @@ export const gcsBackend: Backend<GcsUrl> = {
       }),
     };
   },
-  async open(spec, { env, client }) {
+  module: "./stores/gcs.js",
+  open(spec, { env, client, module }) {
     const projectId = spec.projectId ?? (env.GOOGLE_CLOUD_PROJECT || undefined);
-    const { GcsStore } = await loadStoreModule<GcsModule>("gcs", "../stores/gcs.js");
+    const { GcsStore } = module as GcsModule;
     return new GcsStore({
       bucket: spec.bucket,
       ...parts.defined({ prefix: spec.prefix }),

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
-import { type Backend, loadStoreModule } from "./backend.js";
+import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
 
 export interface HttpUrl {
@@ -45,9 +45,10 @@ export const httpBackend: Backend<HttpUrl> = {
     if (url.search !== "") throw parts.invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
     return { kind: "http", baseUrl: url.href };
   },
-  async open(spec, { env }) {
+  module: "./stores/http.js",
+  open(spec, { env, module }) {
     const token = env.LEASEHOLD_TOKEN;
-    const { HttpStore } = await loadStoreModule<HttpModule>("http", "../stores/http.js");
+    const { HttpStore } = module as HttpModule;
     return new HttpStore({ baseUrl: spec.baseUrl, ...(token === undefined || token === "" ? {} : { token }) });
   },
 };

@@ -25,7 +25,7 @@ export const memoryBackend: Backend<MemoryUrl> = {
     if (rest !== "" && rest !== "//") throw parts.invalid("memory: URL", `expected nothing after "memory:"`);
     return { kind: "memory" };
   },
-  async open() {
+  open() {
     return new MemoryStore();
   },
 };

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
 import { objectStoreFields } from "../stores/object-store.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
-import { type Backend, loadStoreModule } from "./backend.js";
+import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
 
 export interface S3StoreOptions {
@@ -100,7 +100,8 @@ export const s3Backend: Backend<S3Url> = {
       }),
     };
   },
-  async open(spec, { env, client }) {
+  module: "./stores/s3.js",
+  open(spec, { env, client, module }) {
     const location = { bucket: spec.bucket, ...parts.defined({ prefix: spec.prefix }) };
     const settings =
       client === undefined
@@ -109,7 +110,7 @@ export const s3Backend: Backend<S3Url> = {
             ...parts.defined({ endpoint: spec.endpoint, forcePathStyle: spec.forcePathStyle }),
           }
         : { client: client as S3Client };
-    const { S3Store } = await loadStoreModule<S3Module>("s3", "../stores/s3.js");
+    const { S3Store } = module as S3Module;
     return new S3Store({ ...location, ...settings });
   },
 };

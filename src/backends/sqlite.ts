@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { LeaseStore } from "../lease.js";
-import { type Backend, loadStoreModule } from "./backend.js";
+import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
 
 export interface SqliteStoreOptions {
@@ -79,8 +79,9 @@ export const sqliteBackend: Backend<SqliteUrl> = {
     }
     return { kind: "sqlite", path };
   },
-  async open(spec, { create }) {
-    const { SqliteStore } = await loadStoreModule<SqliteModule>("sqlite", "../stores/sqlite.js");
+  module: "./stores/sqlite.js",
+  open(spec, { create, module }) {
+    const { SqliteStore } = module as SqliteModule;
     return new SqliteStore({ path: spec.path, ...(create ? {} : { create: false }) });
   },
 };
