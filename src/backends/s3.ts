@@ -74,7 +74,7 @@ export const s3Backend: Backend<S3Url> = {
   runtimes: {
     node: true,
     lambda: true,
-    workers: "the Worker bundles the Durable Object and DynamoDB stores only",
+    workers: "its SDK parses S3's XML answers with DOMParser, which workerd lacks",
   },
   env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
   parse(text) {

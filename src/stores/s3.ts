@@ -24,7 +24,8 @@
  *
  * `list(prefix)`: `ListObjectsV2` under the prefix (general purpose buckets list in key order),
  * then one GET per lease. Permissions: `s3:GetObject`, `s3:PutObject` on `<bucket>/<prefix>*` and
- * `s3:ListBucket` on the bucket; see docs/s3.md. Runs on Node and in workerd (the SDK's fetch build).
+ * `s3:ListBucket` on the bucket; see docs/s3.md. Node only: in workerd the SDK cannot parse S3's XML
+ * answers (no DOMParser), test/workers/s3.test.ts.
  */
 import type { S3Client } from "@aws-sdk/client-s3";
 import { type S3StoreOptions, s3OptionsSchema } from "../backends/s3.js";
