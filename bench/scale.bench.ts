@@ -7,10 +7,8 @@
  * Then the HTTP API under load: autocannon on loopback against `serve()` on SQLite in a child
  * process, renewing 100 leases acquired first.
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import autocannon from "autocannon";
@@ -19,6 +17,7 @@ import type { LeaseStore } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
+import { startSqliteApi } from "./support/sqlite-api.js";
 import { median, quantile, type Table } from "./table.js";
 
 interface Config {
@@ -191,18 +190,9 @@ function scaleTable(rows: ScaleRow[]): Table {
 
 /** autocannon against the API in a child process: POST .../renew over LOAD_LEASES leases. */
 async function apiLoad(dbPath: string): Promise<Table> {
-  const script = join(import.meta.dirname, "support", "api-server-process.ts");
-  const child = spawn(process.execPath, ["--import", "tsx", script, dbPath], { stdio: ["pipe", "pipe", "inherit"] });
+  const api = await startSqliteApi(dbPath);
+  const { url, child } = api;
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const line = out.split("\n")[0];
-        if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
-      });
-      child.once("exit", (code) => reject(new Error(`API process exited with code ${code}`)));
-    });
     const leases: Array<{ path: string; body: string }> = [];
     for (let i = 0; i < LOAD_LEASES; i++) {
       const name = encodeURIComponent(`load/lease-${i}`);
@@ -263,7 +253,7 @@ async function apiLoad(dbPath: string): Promise<Table> {
       ],
     };
   } finally {
-    child.kill("SIGTERM");
+    api.stop();
   }
 }
 

@@ -19,7 +19,7 @@ import { type Clock, systemClock } from "./clock.js";
 import { CasWriter } from "./elector/cas.js";
 import { Emitter, type Listener } from "./elector/events.js";
 import { resolveElectorOptions } from "./elector/options.js";
-import { LeadershipLostError, type LossReason } from "./errors.js";
+import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
 
 export type { LossReason } from "./errors.js";
@@ -155,7 +155,6 @@ export class Elector {
   constructor(options: ElectorOptions) {
     const o = resolveElectorOptions(options);
     this.store = options.store;
-    this.store.checkElectorSettings?.({ leaseMs: o.leaseMs, renewMs: o.renewMs, retryMs: o.retryMs });
     this.name = o.name;
     this.identity = o.identity ?? `candidate-${newWriteId().slice(0, 8)}`;
     this.leaseMs = o.leaseMs;
@@ -174,6 +173,14 @@ export class Elector {
       name: this.name,
       clock: this.clock,
       callTimeoutMs: o.callTimeoutMs,
+    });
+    // A store that cannot keep the contract (StoreContractError) does not get better by retrying:
+    // after the error event, campaigning stops (a term held ends without a release).
+    this.events.on("error", ({ error }) => {
+      if (!isStoreContractError(error) || this.stopRequested) return;
+      this.releaseOnStop = false;
+      this.stopRequested = true;
+      this.wake();
     });
   }
 

@@ -65,6 +65,19 @@ export class LeaseStillHeldError extends LeaseStoreError {
   }
 }
 
+/**
+ * Thrown by a store whose backend cannot keep the store contract, so that no retry can help: an
+ * S3-compatible server that ignores `If-None-Match`/`If-Match` or answers `501 Not Implemented` to
+ * a conditional write. Nothing was written. The message names the endpoint and what failed. An
+ * elector that meets it stops campaigning (its `error` event, then `runAsLeader` rejects with it).
+ */
+export class StoreContractError extends LeaseStoreError {
+  override name = "StoreContractError";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { ambiguous: false, ...options });
+  }
+}
+
 /** One failing field of a rejected input: a dotted path and what was expected. */
 export interface FieldIssue {
   path: string;
@@ -267,6 +280,7 @@ const ALL = [
   "LeaseConflictError",
   "LeaseStoreError",
   "LeaseStillHeldError",
+  "StoreContractError",
   "LeaseValidationError",
   "LeaseTermRuleError",
   "LeaseCorruptError",
@@ -283,11 +297,13 @@ const ALL = [
 export const isLeaseholdError = (error: unknown): error is LeaseholdError => named(error, ALL);
 export const isLeaseConflictError = (error: unknown): error is LeaseConflictError =>
   named(error, ["LeaseConflictError"]);
-/** Includes `LeaseStillHeldError`, a store's refusal that certainly did not apply. */
+/** Includes `LeaseStillHeldError` and `StoreContractError`: store refusals that certainly did not apply. */
 export const isLeaseStoreError = (error: unknown): error is LeaseStoreError =>
-  named(error, ["LeaseStoreError", "LeaseStillHeldError"]);
+  named(error, ["LeaseStoreError", "LeaseStillHeldError", "StoreContractError"]);
 export const isLeaseStillHeldError = (error: unknown): error is LeaseStillHeldError =>
   named(error, ["LeaseStillHeldError"]);
+export const isStoreContractError = (error: unknown): error is StoreContractError =>
+  named(error, ["StoreContractError"]);
 /** Includes `LeaseTermRuleError`, a kind of validation error. */
 export const isLeaseValidationError = (error: unknown): error is LeaseValidationError =>
   named(error, ["LeaseValidationError", "LeaseTermRuleError"]);

@@ -38,6 +38,7 @@ export {
   isLeaseValidationError,
   isReleaseRefusedError,
   isStaleTermError,
+  isStoreContractError,
   isStoreUnavailableError,
   LeadershipLostError,
   LeaseConflictError,
@@ -52,6 +53,7 @@ export {
   ReleaseRefusedError,
   type RevokeReason,
   StaleTermError,
+  StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";

@@ -235,10 +235,30 @@ export interface LeaseStore {
    */
   checkRevision?(revision: Revision): void;
   /**
-   * Optional: a backend with a per-object write-rate limit (GCS: about one write per second)
-   * throws a `LeaseValidationError` for elector settings it cannot sustain.
+   * Optional: what the backend allows (GCS: about one write per second to one object). The
+   * elector's option validation refuses settings beyond it (`storeLimitIssues`).
    */
-  checkElectorSettings?(settings: { leaseMs: number; renewMs: number; retryMs: number }): void;
+  readonly limits?: StoreLimits;
+}
+
+/** Limits a backend imposes on how an elector may use it, declared by the backend (src/backends/). */
+export interface StoreLimits {
+  /** The fastest one lease may be written (ms): renewals closer together than this are refused. */
+  minWriteIntervalMs?: number;
+  /** Why, for the message: "GCS allows about one write per second to one object". */
+  reason?: string;
+}
+
+/** The elector settings `limits` refuse, as field issues (none when they fit). */
+export function storeLimitIssues(limits: StoreLimits | undefined, settings: { renewMs: number }): FieldIssue[] {
+  const min = limits?.minWriteIntervalMs;
+  if (min === undefined || settings.renewMs >= min) return [];
+  return [
+    {
+      path: "renewMs",
+      message: `expected at least ${min} ms, got ${settings.renewMs}: ${limits?.reason ?? `this store allows one write to a lease every ${min} ms`}, and every renewal is a write (use leaseMs >= ${3 * min} with renewMs = leaseMs / 3)`,
+    },
+  ];
 }
 
 export function zodIssues(error: z.ZodError): FieldIssue[] {

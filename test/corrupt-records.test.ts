@@ -16,6 +16,7 @@ import { LeaseCorruptError } from "../src/errors.js";
 import type { LeaseRecord } from "../src/lease.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-corrupt-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -145,9 +146,17 @@ async function corruptError(p: Promise<unknown>): Promise<LeaseCorruptError> {
   return error as LeaseCorruptError;
 }
 
+/** A manual clock that lets the store's real I/O (the SQLite writer thread) finish before time moves on. */
+function settlingClock(): ManualClock {
+  tracked = new TrackedStore(store);
+  const inner = tracked;
+  return new ManualClock({ idle: () => inner.settle() });
+}
+let tracked: TrackedStore | undefined;
+
 function electorOn(clock: ManualClock, identity: string) {
   const elector = new Elector({
-    store,
+    store: tracked ?? store,
     name: NAME,
     identity,
     leaseMs: LEASE,
@@ -185,7 +194,7 @@ describe("corrupt or foreign records in the SQLite store", () => {
   it.each(cases)("$label: an elector campaigns for 5 leases and never overwrites it", async ({ rev, record }) => {
     writeRow(rev, record);
     const before = rowBytes();
-    const clock = new ManualClock();
+    const clock = settlingClock();
     const a = electorOn(clock, "a");
     a.elector.start();
     await clock.advance(LEASE * 5);
@@ -200,7 +209,7 @@ describe("corrupt or foreign records in the SQLite store", () => {
   });
 
   it("a leader whose record is replaced by foreign data steps down at its window's end and leaves the row alone", async () => {
-    const clock = new ManualClock();
+    const clock = settlingClock();
     const a = electorOn(clock, "a");
     a.elector.start();
     await clock.advance(0);

@@ -7,11 +7,13 @@
  */
 import { Storage } from "@google-cloud/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gcsBackend } from "../src/backends/gcs.js";
 import { Elector } from "../src/elector.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
-import { checkGcsElectorSettings, GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
+import { GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { casWrite, describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
 import { describeObjectStoreRecords } from "./support/object-store-suites.js";
 import { rejection } from "./support/rejection.js";
@@ -212,28 +214,17 @@ describeObjectStoreRecords("GcsStore", "objects", {
 });
 
 describe("GcsStore: options and limits", () => {
-  it("checkGcsElectorSettings rejects renewMs below one write per second, naming the field and the limit", () => {
-    const error = (() => {
-      try {
-        checkGcsElectorSettings({ leaseMs: 2000, renewMs: 500, retryMs: 200 });
-      } catch (e) {
-        return e;
-      }
-    })();
-    expect(error).toBeInstanceOf(LeaseValidationError);
-    expect((error as LeaseValidationError).issues).toEqual([
-      { path: "renewMs", message: expect.stringContaining("expected at least 1000 ms, got 500") },
-    ]);
-    expect((error as Error).message).toMatch(/renewMs: .*one write per second/);
-    expect(() => checkGcsElectorSettings({ leaseMs: 15_000, renewMs: 5000, retryMs: 2000 })).not.toThrow();
-    expect(GcsStore.checkElectorSettings).toBe(checkGcsElectorSettings);
-  });
-
-  it("an Elector on the GCS store refuses renewals faster than one write per second", () => {
+  it("declares one write per second as its limit, and an Elector renewing faster is refused naming renewMs and the limit", () => {
     const store = ownClient();
+    expect(store.limits).toEqual(gcsBackend.limits);
+    expect(gcsBackend.limits?.minWriteIntervalMs).toBe(1000);
     expect(() => new Elector({ store, name: "gcs/fast", leaseMs: 2000, renewMs: 500 })).toThrow(
-      /invalid elector options for the GCS store: renewMs: expected at least 1000 ms, got 500/,
+      /invalid elector options: renewMs: expected at least 1000 ms, got 500: GCS allows about one write per second to one object/,
     );
+    // Behind a wrapper too: the limit is forwarded with the other capabilities.
+    expect(
+      () => new Elector({ store: new StoreWrapper(store), name: "gcs/fast", leaseMs: 2000, renewMs: 500 }),
+    ).toThrow(/renewMs: expected at least 1000 ms/);
     expect(new Elector({ store, name: "gcs/ok", leaseMs: 15_000 }).renewMs).toBe(5000);
   });
 

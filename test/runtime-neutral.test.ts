@@ -9,7 +9,7 @@ import { expect, it } from "vitest";
 const root = join(import.meta.dirname, "..");
 const nodeBound = [
   /^src\/runtime\/node\.ts$/,
-  /^src\/stores\/sqlite\.ts$/,
+  /^src\/stores\/sqlite(-[a-z-]+)?\.(ts|js)$/,
   /^src\/stores\/gcs\.ts$/,
   /^src\/cli\//,
   /^src\/runtime\/lambda\.ts$/,
@@ -17,7 +17,7 @@ const nodeBound = [
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-    d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith(".ts") ? [join(dir, d.name)] : [],
+    d.isDirectory() ? files(join(dir, d.name)) : /\.(ts|js)$/.test(d.name) ? [join(dir, d.name)] : [],
   );
 }
 

@@ -139,7 +139,7 @@ describe("S3Store: SDK retries of conditional writes (a caller's retrying client
     const error = await rejection(store.put(next, first.revision));
     expect(error).toBeInstanceOf(LeaseStoreError);
     expect(isAmbiguous(error)).toBe(true);
-    expect((error as Error).message).toMatch(/HTTP 409, 2 attempts.*ConditionalRequestConflict/);
+    expect((error as Error).message).toMatch(/ConditionalRequestConflict.*HTTP 409, 2 attempts/);
     expect((await ownClient().get(name))?.record.writeId).toBe(next.writeId);
   });
 });
@@ -166,7 +166,7 @@ describe("S3Store: faults with its own client (one attempt per request)", () => 
     const write = await rejection(store.put(makeRecord(uniqueName()), null));
     expect(write).toBeInstanceOf(LeaseStoreError);
     expect(isAmbiguous(write)).toBe(false);
-    expect((write as Error).message).toMatch(/NoSuchBucket.*nothing was written/);
+    expect((write as Error).message).toMatch(/NoSuchBucket.*no lease was written/);
     // Not "the lease does not exist": a read of a missing bucket is an error, never null.
     const read = await rejection(store.get(uniqueName()));
     expect(read).toBeInstanceOf(LeaseStoreError);

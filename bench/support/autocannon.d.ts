@@ -1,11 +1,14 @@
-/** The few parts of autocannon 8 (which ships no types) that the scale benchmark uses. */
+/** The few parts of autocannon 8 (which ships no types) that the benchmarks use. */
 declare module "autocannon" {
+  /** Per connection: what a request's hooks keep between requests (a lease name, its term). */
+  type Context = Record<string, unknown>;
   interface Request {
     method?: string;
     path?: string;
     headers?: Record<string, string>;
     body?: string;
-    setupRequest?: (request: Request, context: Record<string, unknown>) => Request;
+    setupRequest?: (request: Request, context: Context) => Request;
+    onResponse?: (status: number, body: string, context: Context) => void;
   }
   interface Options {
     url: string;
@@ -33,5 +36,8 @@ declare module "autocannon" {
     duration: number;
   }
   function autocannon(options: Options): Promise<Result>;
+  namespace autocannon {
+    export type { Context, Request };
+  }
   export default autocannon;
 }

@@ -8,8 +8,8 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isLeaseCorruptError, isLeaseStoreError, isStoreUnavailableError, LeaseValidationError } from "../errors.js";
-import { STORE_URL_FORMS } from "../open-store.js";
-import { DEFAULT_DB } from "../runtime/config.js";
+import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
+import { doctorCommand } from "./doctor.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
 import { runCommand } from "./run.js";
@@ -45,25 +45,12 @@ function storeOption(): Option {
 /** Which store a command uses and what chose it, as `npm start` chooses (README: "Server configuration"). */
 export interface StoreChoice {
   url: string;
-  from: "--store" | "LEASEHOLD_STORE" | "LEASEHOLD_DB" | "the default";
+  from: StoreSource;
 }
 
 export function chooseStore(env: CliIo["env"], given: string | undefined): StoreChoice {
-  if (given !== undefined) return { url: given, from: "--store" };
-  const url = env.LEASEHOLD_STORE || undefined;
-  const db = env.LEASEHOLD_DB || undefined;
-  if (url !== undefined && db !== undefined) {
-    throw new LeaseValidationError("store", [
-      {
-        path: "LEASEHOLD_DB",
-        message:
-          "contradicts LEASEHOLD_STORE: LEASEHOLD_DB names the SQLite file used when LEASEHOLD_STORE is unset; set only one",
-      },
-    ]);
-  }
-  if (url !== undefined) return { url, from: "LEASEHOLD_STORE" };
-  if (db !== undefined) return { url: `sqlite:${db}`, from: "LEASEHOLD_DB" };
-  return { url: DEFAULT_STORE, from: "the default" };
+  const { url, from } = chooseStoreUrl({ flag: given, store: env.LEASEHOLD_STORE, db: env.LEASEHOLD_DB });
+  return { url, from };
 }
 
 export function buildProgram(
@@ -180,6 +167,41 @@ Examples:
     });
 
   program
+    .command("doctor")
+    .description("check that a store keeps the lease contract (on scratch names of its own), and how fast it answers")
+    .argument("<store-url>", `the store to check: ${STORE_URL_FORMS.join(", ")}`)
+    .option("--rounds <n>", "rounds of each race (default 30)", wholeNumber("a whole number of rounds", 10_000), 30)
+    .option(
+      "--writers <n>",
+      "concurrent writers in each round (default 20)",
+      wholeNumber("a number of writers", 1000),
+      20,
+    )
+    .option("--json", "print the report as JSON", false)
+    .addHelpText(
+      "after",
+      `
+Runs the store contract's safety cases (compare-and-swap, conflicts, re-sent writes, ABA, terms,
+and races of concurrent writers, many rounds) under leasehold-doctor/<run id>/, measures read and
+write round trips and the shortest safe leaseMs, and prints a table. The records it wrote are left
+released (leasehold never deletes a lease record). Exit status: 0 all passed, 1 a check failed.
+
+Examples:
+  leasehold doctor 's3://my-bucket/leases/?endpoint=https://minio.internal:9000&pathStyle=true'
+  leasehold doctor dynamodb://leasehold-leases?region=eu-west-1 --rounds 100`,
+    )
+    .action(async (url: string, opts) => {
+      if (opts.rounds < 1 || opts.writers < 2) {
+        throw new LeaseValidationError("doctor options", [
+          { path: opts.rounds < 1 ? "--rounds" : "--writers", message: "expected at least 1 round and 2 writers" },
+        ]);
+      }
+      setExitCode(
+        await doctorCommand({ store: url, rounds: opts.rounds, writers: opts.writers, json: opts.json === true }, io),
+      );
+    });
+
+  program
     .command("serve")
     .description("serve the HTTP API, as npm start does (tokens from LEASEHOLD_TOKENS; flags override variables)")
     .option("--host <host>", "address to bind (default: $HOST or 127.0.0.1)")
@@ -247,7 +269,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.say(auth);
       return EXIT_USAGE;
     }
-    const where = store && isStoreProblem(error) ? ` (store ${store.url}, chosen by ${store.from})` : "";
+    const where =
+      store && isStoreProblem(error)
+        ? ` (store ${store.url}, chosen by ${store.from === "default" ? "the default" : store.from})`
+        : "";
     io.say(`${errorMessage(error)}${where}`);
     return error instanceof LeaseValidationError ? EXIT_USAGE : EXIT_RUNTIME;
   }

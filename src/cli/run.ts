@@ -24,7 +24,7 @@
 import { hostname } from "node:os";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
-import { isLeaseStillHeldError, LeadershipLostError, LeaseValidationError } from "../errors.js";
+import { isLeaseStillHeldError, isStoreContractError, LeadershipLostError, LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
@@ -67,9 +67,8 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
     ...(o.graceMs === undefined ? {} : { graceMs: o.graceMs }),
   };
   try {
-    const resolved = resolveElectorOptions(options);
     // The Elector runs this check too; running it here names the user's flags in the error.
-    store.checkElectorSettings?.({ leaseMs: resolved.leaseMs, renewMs: resolved.renewMs, retryMs: resolved.retryMs });
+    const resolved = resolveElectorOptions(options);
     return { ...options, graceMs: resolved.graceMs };
   } catch (error) {
     if (!(error instanceof LeaseValidationError)) throw error;
@@ -202,7 +201,8 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
     });
 
     elector.on("error", ({ error, during }) => {
-      const auth = authFailure(error, io.env);
+      // Credentials the store refuses, or a store that cannot keep the contract: no retry can help.
+      const auth = authFailure(error, io.env) ?? (isStoreContractError(error) ? errorMessage(error) : undefined);
       if (auth !== undefined) {
         if (refused) return;
         refused = true;

@@ -73,7 +73,7 @@ export class CasWriter {
   async write(next: LeaseRecord, expected: Revision | null, limit: CallLimit = {}): Promise<WriteOutcome> {
     const sentAt = this.clock.now();
     try {
-      const stored = await this.call((signal) => this.store.put(next, expected, { signal }), limit);
+      const stored = await this.call((signal) => this.store.put(next, expected, { signal }), limit, "write");
       this.pending.clear(); // a newer write is current: no earlier one can be
       return { kind: "applied", stored, sentAt, resent: false };
     } catch (error) {
@@ -108,7 +108,7 @@ export class CasWriter {
 
   /** Strongly consistent read, under the same time limit as writes. Throws what the store threw. */
   read(limit: CallLimit = {}): Promise<Stored | null> {
-    return this.call((signal) => this.store.get(this.name, { signal }), limit);
+    return this.call((signal) => this.store.get(this.name, { signal }), limit, "read");
   }
 
   /**
@@ -147,8 +147,11 @@ export class CasWriter {
     }
   }
 
-  /** Races a store call against the clock; on timeout the call is aborted and counts as ambiguous. */
-  private async call<T>(fn: (signal: AbortSignal) => Promise<T>, limit: CallLimit): Promise<T> {
+  /**
+   * Races a store call against the clock; on timeout the call is aborted. A write that timed out
+   * may still apply (ambiguous); a read changes nothing, so it never is.
+   */
+  private async call<T>(fn: (signal: AbortSignal) => Promise<T>, limit: CallLimit, kind: "read" | "write"): Promise<T> {
     const timeoutMs = Math.max(0, Math.min(limit.timeoutMs ?? Number.POSITIVE_INFINITY, this.callTimeoutMs));
     if (timeoutMs === Number.POSITIVE_INFINITY) return fn(new AbortController().signal);
     const abort = new AbortController();
@@ -158,8 +161,8 @@ export class CasWriter {
     const expired = this.clock.sleep(timeoutMs, timer.signal).then(() => {
       if (timer.signal.aborted) return undefined as never;
       abort.abort();
-      throw new LeaseStoreError(`store call for lease "${this.name}" timed out after ${Math.round(timeoutMs)} ms`, {
-        ambiguous: true,
+      throw new LeaseStoreError(`store ${kind} for lease "${this.name}" timed out after ${Math.round(timeoutMs)} ms`, {
+        ambiguous: kind === "write",
       });
     });
     try {

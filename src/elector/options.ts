@@ -5,7 +5,15 @@
  */
 import { z } from "zod";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
-import { holderSchema, leaseMsSchema, metadataSchema, nameSchema, zodIssues } from "../lease.js";
+import {
+  holderSchema,
+  type LeaseStore,
+  leaseMsSchema,
+  metadataSchema,
+  nameSchema,
+  storeLimitIssues,
+  zodIssues,
+} from "../lease.js";
 
 export const ms = (what: string) =>
   z
@@ -85,11 +93,12 @@ export interface ResolvedTiming {
 /**
  * Fills in the timing defaults (client-go's proportions: safety a tenth, renew a third, retry
  * 2 s of 15; a store call may take a renewal interval, a stop may take a lease) and checks the
- * relations between them, adding to `issues`. `holder` names who must renew before its safe
- * window closes, for the message.
+ * relations between them and the store's declared limits, adding to `issues`. `holder` names who
+ * must renew before its safe window closes, for the message.
  */
 export function resolveTiming(
   o: {
+    store: object;
     leaseMs: number;
     renewMs?: number | undefined;
     retryMs?: number | undefined;
@@ -117,6 +126,7 @@ export function resolveTiming(
   if (retryMs > o.leaseMs) {
     issues.push({ path: "retryMs", message: `expected at most leaseMs (${o.leaseMs}), got ${retryMs}` });
   }
+  issues.push(...storeLimitIssues((o.store as LeaseStore).limits, { renewMs }));
   return {
     leaseMs: o.leaseMs,
     renewMs,

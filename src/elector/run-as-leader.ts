@@ -5,7 +5,7 @@
  * Runtime-neutral.
  */
 import { Elector, type ElectorOptions } from "../elector.js";
-import { LeadershipLostError } from "../errors.js";
+import { isStoreContractError, LeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
 import { validateCallbackArguments } from "./options.js";
 
@@ -71,6 +71,10 @@ export async function runAsLeader<T>(
       });
       previous = run;
       elector.trackWork(run);
+    });
+    // A store that cannot keep the contract stops the elector: the caller hears why.
+    elector.on("error", ({ error }) => {
+      if (isStoreContractError(error)) finish(() => reject(error));
     });
     const outer = options.signal;
     if (outer?.aborted) return finish(() => resolve(undefined));

@@ -25,7 +25,7 @@ import type { ApiLimits } from "../api/app.js";
 import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
-import type { StoreUrl } from "../open-store.js";
+import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../open-store.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
 import {
   type Env,
@@ -51,8 +51,7 @@ export const ENTRY_NAMES: Record<Entry, string> = {
   worker: "the Worker",
 };
 
-/** The SQLite file `npm start` and `leasehold serve` use when neither LEASEHOLD_STORE nor LEASEHOLD_DB is set. */
-export const DEFAULT_DB = "./data/leasehold.db";
+export { DEFAULT_DB } from "../open-store.js";
 export const DEFAULT_PORT = 8787;
 export const DEFAULT_HOST = "127.0.0.1";
 const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };
@@ -398,17 +397,8 @@ function applyFlags(env: Env, flags: ServeFlags): { merged: Record<string, unkno
 type Values = z.output<typeof serverEnvSchema>;
 
 const STORES_ON_WORKERS = "unset it (Durable Objects) or use dynamodb://";
-const NOT_ON_WORKERS: Record<string, string> = {
-  gcs: "its SDK hangs inside workerd without sending a request",
-  sqlite: "a Worker has no filesystem",
-  memory: "each isolate would keep its own leases, so two isolates could elect two leaders",
-  http: "the HTTP store is not bundled into the Worker; point clients at that API directly",
-};
-const NOT_ON_LAMBDA: Record<string, string> = {
-  sqlite: "each Lambda instance would have its own file, so two instances could elect two leaders",
-  memory: "each Lambda instance would keep its own leases, so two instances could elect two leaders",
-};
 
+/** The store of `entry`, by the registry's rules (src/open-store.ts): its choice and where each backend runs. */
 function chooseStore(
   v: Values,
   entry: Entry,
@@ -419,10 +409,11 @@ function chooseStore(
   const url = v.LEASEHOLD_STORE;
   if (entry === "worker") {
     if (url === undefined) return { kind: "durable-objects" };
-    if (url.kind !== "dynamodb") {
+    const why = refusedOn("workers", url);
+    if (why !== undefined) {
       problems.push({
         path: "LEASEHOLD_STORE",
-        message: `the ${url.kind} store does not run on Workers (${NOT_ON_WORKERS[url.kind]}); ${STORES_ON_WORKERS}`,
+        message: `the ${url.kind} store does not run on Workers (${why}); ${STORES_ON_WORKERS}`,
       });
       return undefined;
     }
@@ -436,34 +427,29 @@ function chooseStore(
       });
       return undefined;
     }
-    const why = NOT_ON_LAMBDA[url.kind];
+    const why = refusedOn("lambda", url);
     if (why !== undefined) {
       problems.push({ path: "LEASEHOLD_STORE", message: `the ${url.kind} store is refused on Lambda: ${why}` });
       return undefined;
     }
     return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
   }
-  // npm start and leasehold serve: --store, else LEASEHOLD_STORE, else the SQLite file LEASEHOLD_DB.
-  if (url !== undefined && flags.store !== undefined) {
-    if (v.LEASEHOLD_DB !== undefined) warnings.push("LEASEHOLD_DB is ignored: --store names the store");
-    return { kind: "url", url: url.url, spec: url, from: "--store" };
-  }
-  if (url !== undefined && v.LEASEHOLD_DB !== undefined) {
-    problems.push({
-      path: "LEASEHOLD_DB",
-      message:
-        "contradicts LEASEHOLD_STORE: LEASEHOLD_DB names the SQLite file used when LEASEHOLD_STORE is unset; set only one",
+  // npm start and leasehold serve: --store (laid over LEASEHOLD_STORE), else LEASEHOLD_STORE, else LEASEHOLD_DB.
+  let choice: ReturnType<typeof chooseStoreUrl>;
+  try {
+    choice = chooseStoreUrl({
+      flag: flags.store === undefined ? undefined : url?.url,
+      store: url?.url,
+      db: v.LEASEHOLD_DB,
     });
+  } catch (error) {
+    if (!(error instanceof LeaseValidationError)) throw error;
+    problems.push(...error.issues);
     return undefined;
   }
-  if (url !== undefined) return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
-  const path = v.LEASEHOLD_DB ?? DEFAULT_DB;
-  return {
-    kind: "url",
-    url: `sqlite:${path}`,
-    spec: { kind: "sqlite", path },
-    from: v.LEASEHOLD_DB === undefined ? "default" : "LEASEHOLD_DB",
-  };
+  warnings.push(...choice.warnings);
+  const spec: StoreUrl = url !== undefined && choice.url === url.url ? url : parseStoreUrl(choice.url);
+  return { kind: "url", url: choice.url, spec, from: choice.from };
 }
 
 /** The one line every entry logs when it starts: where, which store, the real auth mode, the settings. */

@@ -18,8 +18,8 @@
 
 import { createApp } from "../api/app.js";
 import { byLevel, createLogger } from "../api/log.js";
+import { dynamoDbOptionsOf } from "../backends/dynamodb.js";
 import type { LeaseStore } from "../lease.js";
-import { dynamoDbTableOptions } from "../open-store.js";
 import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
 import { authConfig, readServerConfig, type ServerConfig, startupLine } from "./config.js";
 
@@ -86,15 +86,6 @@ async function storeOf(config: ServerConfig, env: WorkerEnv): Promise<LeaseStore
   const spec = config.store.spec;
   if (spec.kind !== "dynamodb" || !config.awsCredentials) throw new Error("the Worker serves dynamodb:// only");
   // Loaded only for this branch, so isolates on the Durable Object store never evaluate the AWS SDK.
-  const [{ DynamoDBClient }, { DynamoDbStore }] = await Promise.all([
-    import("@aws-sdk/client-dynamodb"),
-    import("../stores/dynamodb.js"),
-  ]);
-  const region = spec.region ?? config.storeEnv.AWS_REGION ?? config.storeEnv.AWS_DEFAULT_REGION;
-  const client = new DynamoDBClient({
-    ...(region === undefined ? {} : { region }),
-    ...(spec.endpoint === undefined ? {} : { endpoint: spec.endpoint }),
-    credentials: config.awsCredentials,
-  });
-  return new DynamoDbStore({ client, ...dynamoDbTableOptions(spec) });
+  const { DynamoDbStore } = await import("../stores/dynamodb.js");
+  return new DynamoDbStore(dynamoDbOptionsOf(spec, config.storeEnv, { credentials: config.awsCredentials }));
 }

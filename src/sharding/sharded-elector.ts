@@ -99,7 +99,6 @@ export class ShardedElector {
     this.group = this.o.group;
     this.identity = this.o.identity;
     this.leaseMs = this.o.leaseMs;
-    store.checkElectorSettings?.({ leaseMs: this.o.leaseMs, renewMs: this.o.renewMs, retryMs: this.o.retryMs });
     this.session = new MemberSession({
       store,
       name: this.o.memberName,

@@ -1,7 +1,8 @@
 /**
  * DynamoDB store: one item per lease in a table whose partition key (default `pk`, a string)
- * is the lease name. The caller injects the `DynamoDBClient` (any region, endpoint, credentials,
- * retry settings) and keeps ownership of it: `close()` is not offered, destroy the client yourself.
+ * is the lease name. The store creates its `DynamoDBClient` from `region`, `endpoint` and
+ * `credentials` (and destroys it on `close()`), or takes the caller's own (any retry settings,
+ * middleware), which it never destroys. Options and the `dynamodb://` URL: src/backends/dynamodb.ts.
  *
  * Item layout: the key, a numeric `rev` (the CAS token, a decimal string in `Stored.revision`)
  * and the record's fields as native attributes (`holder` S or NULL, `term`/`leaseMs`/
@@ -49,6 +50,13 @@
  */
 import type { AttributeValue, ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
+import {
+  DEFAULT_TTL_GRACE_SECONDS,
+  type DynamoDbStoreOptions,
+  dynamoDbOptionsSchema,
+  RECORD_ATTRIBUTES,
+  REV,
+} from "../backends/dynamodb.js";
 import { type FieldIssue, LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import {
   type CallOptions,
@@ -66,77 +74,22 @@ import {
 import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
 
-const { GetItemCommand, PutItemCommand, ScanCommand } = await importPeer(
+const {
+  DynamoDBClient: DynamoDBClientClass,
+  GetItemCommand,
+  PutItemCommand,
+  ScanCommand,
+} = await importPeer(
   "@aws-sdk/client-dynamodb",
   "@aws-sdk/client-dynamodb@3",
   () => import("@aws-sdk/client-dynamodb"),
 );
 
-export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
-export const MIN_TTL_GRACE_SECONDS = 24 * 3600;
-
-export interface DynamoDbStoreOptions {
-  /** The SDK client, configured by the caller (region, endpoint, credentials, retries). Not closed by the store. */
-  client: DynamoDBClient;
-  /** Table name; its partition key must be a string attribute named `partitionKey`, with no sort key. */
-  table: string;
-  /** Name of the table's partition key attribute. Default "pk". */
-  partitionKey?: string;
-  /** Opt-in: a number attribute holding the epoch second after which DynamoDB may delete an abandoned lease. */
-  ttlAttribute?: string;
-  /** Seconds past the lease's own expiry before the TTL falls due. Default 7 days, at least 1 day. */
-  ttlGraceSeconds?: number;
-  /**
-   * Items per `Scan` request in `list` (DynamoDB's `Limit`): caps the read capacity one request
-   * consumes. Default: DynamoDB's own page size (up to 1 MB).
-   */
-  scanPageSize?: number;
-}
-
-/** The record fields kept as attributes beside the key, `rev` and the TTL attribute. */
-const RECORD_ATTRIBUTES = ["holder", "term", "leaseMs", "acquiredAt", "renewedAt", "metadata", "writeId"];
-const REV = "rev";
-const RESERVED = new Set([REV, "name", ...RECORD_ATTRIBUTES]);
-
-const attributeName = z
-  .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty attribute name" })
-  .max(255, { error: "expected at most 255 characters" });
-
-const optionsSchema = z
-  .object({
-    client: z.custom<DynamoDBClient>((c) => typeof (c as { send?: unknown } | null)?.send === "function", {
-      error: "expected a DynamoDBClient (an object with send)",
-    }),
-    table: z
-      .string({ error: "expected a table name" })
-      .regex(/^[A-Za-z0-9_.-]{3,255}$/, { error: "expected 3-255 characters of A-Z a-z 0-9 _ . -" }),
-    partitionKey: attributeName
-      .refine((n) => !RESERVED.has(n), { error: `expected a name other than ${[...RESERVED].join(", ")}` })
-      .default("pk"),
-    ttlAttribute: attributeName
-      .refine((n) => !RESERVED.has(n), { error: `expected a name other than ${[...RESERVED].join(", ")}` })
-      .optional(),
-    ttlGraceSeconds: z
-      .number({ error: "expected a number of seconds" })
-      .int({ error: "expected whole seconds" })
-      .min(MIN_TTL_GRACE_SECONDS, { error: `expected at least ${MIN_TTL_GRACE_SECONDS} s (1 day)` })
-      .max(10 * 365 * 24 * 3600, { error: "expected at most 10 years" })
-      .optional(),
-    scanPageSize: z
-      .number({ error: "expected a number of items" })
-      .int({ error: "expected a whole number" })
-      .positive({ error: "expected at least 1" })
-      .optional(),
-  })
-  .superRefine((o, ctx) => {
-    if (o.ttlAttribute !== undefined && o.ttlAttribute === o.partitionKey) {
-      ctx.addIssue({ code: "custom", path: ["ttlAttribute"], message: "expected a name other than the partition key" });
-    }
-    if (o.ttlGraceSeconds !== undefined && o.ttlAttribute === undefined) {
-      ctx.addIssue({ code: "custom", path: ["ttlGraceSeconds"], message: "only applies with ttlAttribute set" });
-    }
-  });
+export {
+  DEFAULT_TTL_GRACE_SECONDS,
+  type DynamoDbStoreOptions,
+  MIN_TTL_GRACE_SECONDS,
+} from "../backends/dynamodb.js";
 
 type Item = Record<string, AttributeValue>;
 
@@ -155,10 +108,19 @@ export class DynamoDbStore implements LeaseStore {
   readonly ttlGraceSeconds: number;
   private readonly scanPageSize: number | undefined;
   private readonly client: DynamoDBClient;
+  /** Only a client this store created is destroyed by `close()`. */
+  private readonly ownsClient: boolean;
 
   constructor(options: DynamoDbStoreOptions) {
-    const o = validate("DynamoDbStore options", optionsSchema, options);
-    this.client = options.client;
+    const o = validate("DynamoDbStore options", dynamoDbOptionsSchema, options);
+    this.ownsClient = o.client === undefined;
+    this.client =
+      o.client ??
+      new DynamoDBClientClass({
+        ...(o.region === undefined ? {} : { region: o.region }),
+        ...(o.endpoint === undefined ? {} : { endpoint: o.endpoint }),
+        ...(o.credentials === undefined ? {} : { credentials: o.credentials }),
+      });
     this.table = o.table;
     this.partitionKey = o.partitionKey;
     this.ttlAttribute = o.ttlAttribute;
@@ -195,6 +157,11 @@ export class DynamoDbStore implements LeaseStore {
         throw this.failure("PutItem", record.name, error, true);
       return this.resolveConflict(record, error as ConditionalCheckFailedException, options);
     }
+  }
+
+  /** Destroys the client if this store created it. */
+  async close(): Promise<void> {
+    if (this.ownsClient) this.client.destroy();
   }
 
   checkRevision(revision: Revision): void {

@@ -3,11 +3,21 @@
  * every write is a single statement (`INSERT ... ON CONFLICT DO NOTHING` to create,
  * `UPDATE ... WHERE name = ? AND rev = ?` to replace), so several processes on one host can
  * share the file: WAL mode lets readers run beside the writer, busy_timeout queues writers.
+ *
+ * Durable before acknowledged: `put` resolves only after the commit holding its write has been
+ * synced to disk (`synchronous = FULL`, or EXTRA), so an acknowledged acquisition or renewal
+ * survives a power loss, not only a crash of the process. The fsync costs about a millisecond,
+ * so writes do not run on the caller's thread: the process's SQLite writer thread
+ * (./sqlite-writer.ts) commits them with group commit, every write that arrived during one commit
+ * going into the next, one transaction and one fsync for all, each write judged on its own.
+ * Reads run here, on a connection of their own, and see every acknowledged write (WAL readers
+ * see every commit that completed before they started). `:memory:` is private to this store and
+ * has nothing to sync: it writes on this thread.
  */
 import { existsSync, mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
-import { z } from "zod";
+import { type SqliteStoreOptions, sqliteOptionsSchema } from "../backends/sqlite.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import {
   type CallOptions,
@@ -25,71 +35,64 @@ import {
 } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
+import {
+  type DatabaseSettings,
+  openDatabase,
+  prepareStatements,
+  type Row,
+  type Statements,
+  type Synchronous,
+  type WriteRequest,
+  type WriteResult,
+} from "./sqlite-commit.js";
+import { attachWriter } from "./sqlite-writer.js";
 
 const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
 
-export interface SqliteStoreOptions {
-  /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
-  path: string;
-  /**
-   * Create the file (and its folder) when missing. Default true; false for read-only uses
-   * (`leasehold status`, `watch`, `release`), which must not leave an empty database behind.
-   */
-  create?: boolean;
-  /** How long a writer waits for another process's lock before failing (ms). */
-  busyTimeoutMs?: number;
-  /** Table name (letters, digits, underscore). */
-  table?: string;
-}
+export type { SqliteStoreOptions } from "../backends/sqlite.js";
 
-interface Row {
-  name: string;
-  rev: number;
-  record: string;
+/**
+ * Baselines for the benchmark and the power-loss test's control, not for use: "NORMAL" loses
+ * acknowledged writes on power loss, and `inline` commits each write alone on the caller's thread.
+ * @internal
+ */
+export interface SqliteBaseline {
+  synchronous?: Synchronous;
+  inline?: boolean;
 }
 
 const PAGE = 200;
 
-const optionsSchema = z.object(
-  {
-    path: z
-      .string({ error: 'expected a file path or ":memory:"' })
-      .min(1, { error: 'expected a file path or ":memory:"' }),
-    busyTimeoutMs: z
-      .number({ error: "expected milliseconds" })
-      .int({ error: "expected whole milliseconds" })
-      .nonnegative({ error: "expected a non-negative number" })
-      .default(5000),
-    table: z
-      .string({ error: "expected a table name" })
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, {
-        error: "expected 1-63 letters, digits or _, not starting with a digit",
-      })
-      .default("leases"),
-    create: z.boolean({ error: "expected true or false" }).default(true),
-  },
-  { error: "expected an object with path" },
-);
+interface Writer {
+  write(request: WriteRequest): Promise<WriteResult>;
+  release(): Promise<void>;
+}
 
 export class SqliteStore implements LeaseStore {
   readonly path: string;
   private readonly db: BetterSqlite3.Database;
-  private readonly select: BetterSqlite3.Statement<[string], Row>;
-  private readonly insert: BetterSqlite3.Statement<[string, string]>;
-  private readonly update: BetterSqlite3.Statement<[string, string, number]>;
-  private readonly page: BetterSqlite3.Statement<[string, string, string, number], Row>;
+  private readonly statements: Statements;
+  private readonly writer: Writer;
+  /** Writes not answered yet: `close` waits for them. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
-  constructor(options: SqliteStoreOptions) {
+  constructor(options: SqliteStoreOptions, baseline: SqliteBaseline = {}) {
     // Checked before anything touches the disk: a rejected option creates no folder and no file.
-    const o = validate("SqliteStore options", optionsSchema, options);
-    const table = o.table;
+    const o = validate("SqliteStore options", sqliteOptionsSchema, options);
     this.path = o.path;
-    if (o.path !== ":memory:" && !o.create && !existsSync(o.path)) {
+    const memory = o.path === ":memory:";
+    if (!memory && !o.create && !existsSync(o.path)) {
       throw new LeaseStoreError(`SQLite ${o.path}: no such database file (nothing was created)`, { ambiguous: false });
     }
+    const settings: DatabaseSettings = {
+      path: memory ? o.path : resolve(o.path),
+      table: o.table,
+      busyTimeoutMs: o.busyTimeoutMs,
+      synchronous: baseline.synchronous ?? o.synchronous,
+    };
     try {
-      if (o.path !== ":memory:" && o.create) mkdirSync(dirname(o.path), { recursive: true });
-      this.db = new Database(o.path, { timeout: o.busyTimeoutMs, fileMustExist: !o.create });
+      if (!memory && o.create) mkdirSync(dirname(o.path), { recursive: true });
+      this.db = openDatabase(Database, settings, o.create);
     } catch (cause) {
       // better-sqlite3 says "unable to open database file" without naming it.
       throw new LeaseStoreError(
@@ -97,20 +100,12 @@ export class SqliteStore implements LeaseStore {
         { ambiguous: false, cause },
       );
     }
-    this.db.pragma("journal_mode = WAL");
-    // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commit.
-    this.db.pragma("synchronous = NORMAL");
-    this.db.exec(
-      `CREATE TABLE IF NOT EXISTS ${table} (name TEXT PRIMARY KEY NOT NULL, rev INTEGER NOT NULL, record TEXT NOT NULL) WITHOUT ROWID`,
-    );
-    this.select = this.db.prepare(`SELECT name, rev, record FROM ${table} WHERE name = ?`);
-    this.insert = this.db.prepare(
-      `INSERT INTO ${table} (name, rev, record) VALUES (?, 1, ?) ON CONFLICT(name) DO NOTHING`,
-    );
-    this.update = this.db.prepare(`UPDATE ${table} SET rev = rev + 1, record = ? WHERE name = ? AND rev = ?`);
-    this.page = this.db.prepare(
-      `SELECT name, rev, record FROM ${table} WHERE name >= ? AND name < ? AND name > ? ORDER BY name LIMIT ?`,
-    );
+    this.statements = prepareStatements(this.db, o.table);
+    const commitHere = (request: WriteRequest) => this.statements.commit([request])[0]!;
+    this.writer =
+      memory || baseline.inline === true
+        ? { write: async (request) => commitHere(request), release: async () => undefined }
+        : attachWriter(JSON.stringify(settings), settings, commitHere);
   }
 
   async get(name: string, _options?: CallOptions): Promise<Stored | null> {
@@ -120,19 +115,27 @@ export class SqliteStore implements LeaseStore {
 
   async put(next: LeaseRecord, expected: Revision | null, _options?: CallOptions): Promise<Stored> {
     const record = validateRecord(next);
-    const json = JSON.stringify(record);
-    // Parsed before the statement: a bad revision is the caller's error, not a database failure.
+    // Parsed before the write: a bad revision is the caller's error, not a database failure.
     const previous = expected === null ? null : parseRevision(expected);
-    const changes = this.run(() =>
-      previous === null
-        ? this.insert.run(record.name, json).changes
-        : this.update.run(json, record.name, previous).changes,
-    );
-    if (changes === 1) {
-      // Committed: the new rev is known without a read (a later writer may already have moved on).
-      return { record, revision: String((previous ?? 0) + 1) };
+    if (!this.db.open) throw new LeaseStoreError(`SQLite ${this.path}: the store is closed`, { ambiguous: false });
+    const pending = this.writer.write({ name: record.name, json: JSON.stringify(record), expected: previous });
+    this.inFlight.add(pending);
+    let result: WriteResult;
+    try {
+      result = await pending;
+    } finally {
+      this.inFlight.delete(pending);
     }
-    throw new LeaseConflictError(record.name, this.read(record.name));
+    switch (result.kind) {
+      case "applied":
+        // Committed: the new rev is known without a read (a later writer may already have moved on).
+        return { record, revision: String(result.rev) };
+      case "conflict":
+        // The row as it stood when this write was judged, in the same transaction.
+        throw new LeaseConflictError(record.name, result.current === null ? null : toStored(result.current));
+      case "failed":
+        throw new LeaseStoreError(`SQLite ${this.path}: ${result.message}`, { ambiguous: result.ambiguous });
+    }
   }
 
   checkRevision(revision: Revision): void {
@@ -144,7 +147,9 @@ export class SqliteStore implements LeaseStore {
     let after = options.startAfter ?? "";
     let left = options.limit ?? Number.POSITIVE_INFINITY;
     while (left > 0) {
-      const rows = this.run(() => this.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)));
+      const rows = this.run(() =>
+        this.statements.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)),
+      );
       for (const row of rows) yield toStored(row);
       if (rows.length < Math.min(PAGE, left)) return;
       left -= rows.length;
@@ -152,28 +157,24 @@ export class SqliteStore implements LeaseStore {
     }
   }
 
+  /** Waits for this store's writes to be answered, then closes its connections. */
   async close(): Promise<void> {
+    await Promise.allSettled(this.inFlight);
+    await this.writer.release();
     if (this.db.open) this.db.close();
   }
 
   private read(name: string): Stored | null {
-    const row = this.run(() => this.select.get(name));
+    const row = this.run(() => this.statements.select.get(name));
     return row ? toStored(row) : null;
   }
 
-  /**
-   * A statement that fails before commit (busy, constraint, bad SQL) changed nothing; only an I/O
-   * error can leave a commit's outcome unknown.
-   */
+  /** A read that fails (busy, I/O) changed nothing: never ambiguous. */
   private run<T>(statement: () => T): T {
     try {
       return statement();
     } catch (cause) {
-      const code = String((cause as { code?: unknown }).code ?? "");
-      throw new LeaseStoreError(`SQLite ${this.path}: ${(cause as Error).message}`, {
-        ambiguous: code.startsWith("SQLITE_IOERR"),
-        cause,
-      });
+      throw new LeaseStoreError(`SQLite ${this.path}: ${(cause as Error).message}`, { ambiguous: false, cause });
     }
   }
 }

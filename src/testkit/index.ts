@@ -8,6 +8,7 @@
 export { ManualClock, type ManualClockOptions } from "../clock.js";
 export { describeElectorContract, type ElectorContractOptions } from "./elector-contract.js";
 export { FaultyStore, type PutFault } from "./faulty-store.js";
+export { check, SAFETY_CASES, type SafetyCase, type SafetyContext } from "./safety-cases.js";
 export {
   casWrite,
   describeStoreContract,

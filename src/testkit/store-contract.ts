@@ -4,17 +4,11 @@
  * declared behaviour instead. The safety cases (CAS, one winner of a race, terms) are the same for all.
  */
 import { describe, expect, it } from "vitest";
-import { systemClock } from "../clock.js";
-import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { LeaseConflictError, LeaseTermRuleError, LeaseValidationError } from "../errors.js";
-import {
-  type LeaseRecord,
-  type LeaseStore,
-  MAX_HOLDER_LENGTH,
-  MAX_METADATA_BYTES,
-  newWriteId,
-  type Stored,
-} from "../lease.js";
+import { LeaseTermRuleError, LeaseValidationError } from "../errors.js";
+import { type LeaseRecord, type LeaseStore, MAX_HOLDER_LENGTH, MAX_METADATA_BYTES } from "../lease.js";
+import { makeRecord, SAFETY_CASES } from "./safety-cases.js";
+
+export { casWrite, makeRecord } from "./safety-cases.js";
 
 export interface StoreUnderTest {
   store: LeaseStore;
@@ -35,39 +29,15 @@ export interface StoreContractOptions {
    * trust boundary: src/term-rules.ts). Other stores write what the elector gives them.
    */
   enforcesTermRules?: boolean;
-}
-
-/** Writes through the one write path (src/elector/cas.ts), as the elector and the API do. */
-export function casWrite(store: LeaseStore, next: LeaseRecord, expected: string | null): Promise<WriteOutcome> {
-  return new CasWriter({ store, name: next.name, clock: systemClock }).write(next, expected);
+  /** Rounds of each race (concurrent creates, concurrent CAS on one revision). Default 10 (`leasehold doctor`: 30). */
+  raceRounds?: number;
+  /** Writers in each round of a race. Default 20. */
+  raceWriters?: number;
 }
 
 let seq = 0;
 export function uniqueName(base = "lease"): string {
   return `t${Date.now().toString(36)}-${(seq++).toString(36)}-${Math.random().toString(36).slice(2, 6)}/${base}`;
-}
-
-export function makeRecord(name: string, patch: Partial<LeaseRecord> = {}): LeaseRecord {
-  return {
-    name,
-    holder: "alice",
-    term: 1,
-    leaseMs: 15_000,
-    acquiredAt: 1_700_000_000_000,
-    renewedAt: 1_700_000_000_000,
-    metadata: {},
-    writeId: newWriteId(),
-    ...patch,
-  };
-}
-
-async function conflictOf(p: Promise<unknown>): Promise<LeaseConflictError> {
-  const error = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LeaseConflictError);
-  return error as LeaseConflictError;
 }
 
 export function describeStoreContract(backend: string, options: StoreContractOptions): void {
@@ -79,11 +49,6 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
       await dispose?.();
     }
   };
-  const expectCurrent = (error: LeaseConflictError, expected: Stored) => {
-    if (error.current === undefined && !options.conflictCarriesCurrent) return;
-    expect(error.current?.record).toEqual(expected.record);
-    expect(error.current?.revision).toBe(expected.revision);
-  };
   /** The record as written, but with the store's own renewedAt where the store stamps it. */
   const asStored = (written: LeaseRecord, actual: LeaseRecord | undefined): LeaseRecord => {
     if (options.stampsRenewedAt === undefined || actual === undefined) return written;
@@ -92,117 +57,27 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
   };
 
   describe(`store contract: ${backend}`, () => {
+    // The safety cases, shared with `leasehold doctor` (./safety-cases.ts).
+    for (const safety of SAFETY_CASES) {
+      it(
+        safety.name,
+        withStore((store) =>
+          safety.run({
+            store,
+            name: (base) => uniqueName(base),
+            rounds: options.raceRounds ?? 10,
+            writers: options.raceWriters ?? 20,
+            ...(options.conflictCarriesCurrent ? { conflictCarriesCurrent: true } : {}),
+            ...(options.stampsRenewedAt !== undefined ? { stampsRenewedAt: true } : {}),
+          }),
+        ),
+      );
+    }
+
     it(
       "get of a lease that never existed is null",
       withStore(async (store) => {
         expect(await store.get(uniqueName())).toBeNull();
-      }),
-    );
-
-    it(
-      "creates if absent, and a second create conflicts carrying the first",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const first = await store.put(makeRecord(name), null);
-        expect(first.record).toEqual(asStored(makeRecord(name, { writeId: first.record.writeId }), first.record));
-        expect(await store.get(name)).toEqual(first);
-        const error = await conflictOf(store.put(makeRecord(name, { holder: "bob" }), null));
-        expect(error.lease).toBe(name);
-        expectCurrent(error, first);
-        expect(await store.get(name)).toEqual(first);
-      }),
-    );
-
-    it(
-      "replaces on the current revision and issues a new one",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const first = await store.put(makeRecord(name), null);
-        const next = makeRecord(name, { renewedAt: first.record.renewedAt + 5000 });
-        const second = await store.put(next, first.revision);
-        expect(second.revision).not.toBe(first.revision);
-        expect(second.record).toEqual(asStored(next, second.record));
-        expect(await store.get(name)).toEqual(second);
-      }),
-    );
-
-    it(
-      "a stale revision conflicts with the current record and changes nothing",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const first = await store.put(makeRecord(name), null);
-        const second = await store.put(makeRecord(name, { renewedAt: 1 }), first.revision);
-        const error = await conflictOf(store.put(makeRecord(name, { holder: "mallory" }), first.revision));
-        expectCurrent(error, second);
-        expect(await store.get(name)).toEqual(second);
-      }),
-    );
-
-    it(
-      "a re-sent write that already applied conflicts carrying itself, and the write path counts it applied",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const create = makeRecord(name);
-        const first = await store.put(create, null);
-        const again = await conflictOf(store.put(create, null));
-        expectCurrent(again, first);
-        expect(await casWrite(store, create, null)).toMatchObject({ kind: "applied", stored: first });
-        const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 1000 });
-        const second = await store.put(renewal, first.revision);
-        expectCurrent(await conflictOf(store.put(renewal, first.revision)), second);
-        expect(await casWrite(store, renewal, first.revision)).toMatchObject({ kind: "applied", stored: second });
-        // Someone else's write on that revision is a loss, carrying the record that won.
-        const lost = await casWrite(store, makeRecord(name, { holder: "bob", term: 2 }), first.revision);
-        expect(lost).toEqual({ kind: "lost", current: second });
-        expect(await store.get(name)).toEqual(second);
-      }),
-    );
-
-    it(
-      "50 concurrent CAS attempts on one revision: exactly one wins",
-      withStore(async (store) => {
-        const name = uniqueName();
-        // Taken from free (released), so a store that refuses to hand over a held lease (the API)
-        // races the same way as every other.
-        const held = await store.put(makeRecord(name), null);
-        const base = await store.put(makeRecord(name, { holder: null }), held.revision);
-        const attempts = Array.from({ length: 50 }, (_, i) =>
-          store.put(makeRecord(name, { holder: `c${i}`, term: 2 }), base.revision),
-        );
-        const results = await Promise.allSettled(attempts);
-        const won = results.filter((r) => r.status === "fulfilled");
-        const lost = results.filter((r) => r.status === "rejected");
-        expect(won).toHaveLength(1);
-        for (const r of lost) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(LeaseConflictError);
-        const winner = (won[0] as PromiseFulfilledResult<Stored>).value;
-        expect(await store.get(name)).toEqual(winner);
-      }),
-    );
-
-    it(
-      "50 concurrent creates of one lease: exactly one wins",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const results = await Promise.allSettled(
-          Array.from({ length: 50 }, (_, i) => store.put(makeRecord(name, { holder: `c${i}` }), null)),
-        );
-        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
-        for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(LeaseConflictError);
-      }),
-    );
-
-    it(
-      "terms are never reused: a released record stays, so it cannot be created afresh at term 1",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const t1 = await store.put(makeRecord(name, { term: 1 }), null);
-        const released = await store.put(makeRecord(name, { holder: null, term: 1 }), t1.revision);
-        expect((await store.get(name))?.record).toMatchObject({ holder: null, term: 1 });
-        await conflictOf(store.put(makeRecord(name, { holder: "bob", term: 1 }), null));
-        const t2 = await store.put(makeRecord(name, { holder: "bob", term: 2 }), released.revision);
-        expect((await store.get(name))?.record).toMatchObject({ holder: "bob", term: 2 });
-        await conflictOf(store.put(makeRecord(name, { holder: "carol", term: 2 }), released.revision));
-        expect((await store.get(name))?.revision).toBe(t2.revision);
       }),
     );
 
@@ -324,22 +199,6 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
         expect(await list(`${root}/a/`, { startAfter: `${root}/a/1` })).toEqual([`${root}/a/10`, `${root}/a/2`]);
         expect(await list(`${root}/`, { limit: 2 })).toEqual([`${root}/a/1`, `${root}/a/10`]);
         expect(await list(`${root}/zzz`)).toEqual([]);
-      }),
-    );
-
-    it(
-      "ABA: a revision read at A fails after A -> B -> A' (A's fields again, with a new writeId)",
-      withStore(async (store) => {
-        const name = uniqueName();
-        const a = await store.put(makeRecord(name), null);
-        const b = await store.put(makeRecord(name, { renewedAt: a.record.renewedAt + 1 }), a.revision);
-        // Content-derived revisions (S3 ETags are MD5s of the body) would bring A's revision back
-        // for A's exact bytes; the writeId keeps every body, and so every revision, unique.
-        const again = await store.put({ ...a.record, writeId: newWriteId() }, b.revision);
-        expect(again.revision).not.toBe(a.revision);
-        const error = await conflictOf(store.put(makeRecord(name, { holder: "mallory", term: 2 }), a.revision));
-        expectCurrent(error, again);
-        expect(await store.get(name)).toEqual(again);
       }),
     );
   });

@@ -1,21 +1,21 @@
 /**
  * A store that wraps another and forwards every capability it has (`list`, `watch`, `close`,
- * `checkElectorSettings`, `checkRevision`), so wrappers used in tests, chaos runs and benchmarks
+ * `limits`, `checkRevision`), so wrappers used in tests, chaos runs and benchmarks
  * never silently strip one: an elector behind a wrapper takes the push path when the inner store
  * pushes, and is held to the inner store's own limits. Subclasses override `get`/`put` and, to
  * see those calls, `listOf`/`watchOf`; a capability is dropped only on purpose (`without`).
  * Runtime-neutral.
  */
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored, StoreLimits } from "../lease.js";
 
 /** Optional capabilities a wrapper may deliberately hide (e.g. a chaos profile without push). */
-export type Capability = "list" | "watch" | "checkElectorSettings" | "checkRevision";
+export type Capability = "list" | "watch" | "limits" | "checkRevision";
 
 export class StoreWrapper implements LeaseStore {
   readonly list?: (prefix: string, options?: ListOptions) => AsyncIterable<Stored>;
   readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
   readonly close?: () => Promise<void>;
-  readonly checkElectorSettings?: (settings: { leaseMs: number; renewMs: number; retryMs: number }) => void;
+  readonly limits?: StoreLimits;
   readonly checkRevision?: (revision: Revision) => void;
 
   constructor(
@@ -23,13 +23,11 @@ export class StoreWrapper implements LeaseStore {
     options: { without?: Capability[] } = {},
   ) {
     const hidden = new Set(options.without ?? []);
-    const { list, watch, close, checkElectorSettings, checkRevision } = inner;
+    const { list, watch, close, limits, checkRevision } = inner;
     if (list && !hidden.has("list")) this.list = (prefix, o) => this.listOf(prefix, o);
     if (watch && !hidden.has("watch")) this.watch = (name, signal) => this.watchOf(name, signal);
     if (close) this.close = () => close.call(inner);
-    if (checkElectorSettings && !hidden.has("checkElectorSettings")) {
-      this.checkElectorSettings = (settings) => checkElectorSettings.call(inner, settings);
-    }
+    if (limits && !hidden.has("limits")) this.limits = limits;
     if (checkRevision && !hidden.has("checkRevision")) {
       this.checkRevision = (revision) => checkRevision.call(inner, revision);
     }

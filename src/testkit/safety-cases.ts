@@ -1,0 +1,247 @@
+/**
+ * The store contract's safety cases (docs/design.md §2) as plain functions, with no test runner:
+ * the contract suite (./store-contract.ts) runs them under vitest against every backend's server,
+ * and `leasehold doctor` (src/cli/doctor.ts) runs the very same code against a user's own table,
+ * bucket or container. Each case throws an Error saying what the store did wrong, or returns.
+ *
+ * The races are many rounds, not one: a server that checks a condition and then writes without a
+ * lock (moto) lets two writers win only once in a while, and a single race passes it.
+ * Runtime-neutral.
+ */
+import { systemClock } from "../clock.js";
+import { CasWriter, type WriteOutcome } from "../elector/cas.js";
+import { isAmbiguous, LeaseConflictError } from "../errors.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+
+export interface SafetyContext {
+  store: LeaseStore;
+  /** A fresh lease name for this case (under the caller's scratch prefix), from a short base. */
+  name(base?: string): string;
+  /** How many rounds each race runs. */
+  rounds: number;
+  /** How many writers race in each round. */
+  writers: number;
+  /** True when a conflict always carries the current record (otherwise it may be undefined). */
+  conflictCarriesCurrent?: boolean;
+  /** True when the store stamps `renewedAt` itself (the HTTP API): records then differ in it. */
+  stampsRenewedAt?: boolean;
+  /** Waits between race rounds (a store's write-rate limit); default none. */
+  pause?: () => Promise<void>;
+}
+
+export interface SafetyCase {
+  name: string;
+  run(context: SafetyContext): Promise<void>;
+}
+
+/** Writes through the one write path (src/elector/cas.ts), as the elector and the API do. */
+export function casWrite(store: LeaseStore, next: LeaseRecord, expected: string | null): Promise<WriteOutcome> {
+  return new CasWriter({ store, name: next.name, clock: systemClock }).write(next, expected);
+}
+
+export function makeRecord(name: string, patch: Partial<LeaseRecord> = {}): LeaseRecord {
+  return {
+    name,
+    holder: "alice",
+    term: 1,
+    leaseMs: 15_000,
+    acquiredAt: 1_700_000_000_000,
+    renewedAt: 1_700_000_000_000,
+    metadata: {},
+    writeId: newWriteId(),
+    ...patch,
+  };
+}
+
+/** Throws `message` unless `ok`. */
+export function check(ok: boolean, message: string): asserts ok {
+  if (!ok) throw new Error(message);
+}
+
+const show = (stored: Stored | null | undefined) =>
+  stored === undefined
+    ? "nothing"
+    : stored === null
+      ? "no record"
+      : `revision ${stored.revision} (${stored.record.holder ?? "free"}, term ${stored.record.term}, writeId ${stored.record.writeId})`;
+
+function same(a: Stored | null | undefined, b: Stored | null | undefined, c: SafetyContext): boolean {
+  if (a === null || b === null || a === undefined || b === undefined) return a === b;
+  const strip = (r: LeaseRecord) => (c.stampsRenewedAt ? { ...r, renewedAt: 0 } : r);
+  return a.revision === b.revision && JSON.stringify(strip(a.record)) === JSON.stringify(strip(b.record));
+}
+
+/** The conflict a write must raise; anything else (success included) is the store breaking the contract. */
+async function conflictOf(what: string, write: Promise<Stored>): Promise<LeaseConflictError> {
+  const outcome = await write.then(
+    (stored) => stored,
+    (error: unknown) => error,
+  );
+  if (outcome instanceof LeaseConflictError) return outcome;
+  if (outcome instanceof Error)
+    throw new Error(`${what}: expected a conflict, got ${outcome.name}: ${outcome.message}`);
+  throw new Error(`${what}: expected a conflict, but the store accepted it (${show(outcome as Stored)})`);
+}
+
+function expectCurrent(what: string, error: LeaseConflictError, expected: Stored, c: SafetyContext): void {
+  if (error.current === undefined && !c.conflictCarriesCurrent) return;
+  check(
+    same(error.current, expected, c),
+    `${what}: the conflict carried ${show(error.current)}, expected ${show(expected)}`,
+  );
+}
+
+async function expectStored(what: string, c: SafetyContext, name: string, expected: Stored | null): Promise<void> {
+  const now = await c.store.get(name);
+  check(same(now, expected, c), `${what}: the store holds ${show(now)}, expected ${show(expected)}`);
+}
+
+/** `writers` concurrent writes, `rounds` times: exactly one wins each round, every loser is a conflict. */
+async function race(
+  c: SafetyContext,
+  what: string,
+  round: (
+    name: string,
+    writer: number,
+  ) => { setup?: () => Promise<Stored>; write: (base: Stored | null) => Promise<Stored> },
+): Promise<void> {
+  for (let r = 0; r < c.rounds; r++) {
+    if (r > 0) await c.pause?.();
+    const name = c.name(`race-${r}`);
+    const plan = round(name, 0);
+    const base = plan.setup ? await plan.setup() : null;
+    if (plan.setup) await c.pause?.();
+    const results = await Promise.allSettled(Array.from({ length: c.writers }, (_, i) => round(name, i).write(base)));
+    const won = results.filter((x): x is PromiseFulfilledResult<Stored> => x.status === "fulfilled");
+    const failures = results.filter((x): x is PromiseRejectedResult => x.status === "rejected").map((x) => x.reason);
+    const other = failures.find((e) => !(e instanceof LeaseConflictError));
+    if (other !== undefined) {
+      const kind = isAmbiguous(other) ? "an ambiguous failure" : "a failure";
+      throw new Error(
+        `${what}, round ${r + 1}: a loser got ${kind} instead of a conflict: ${(other as Error).message}`,
+      );
+    }
+    check(
+      won.length === 1,
+      `${what}, round ${r + 1} of ${c.rounds}: ${won.length} of ${c.writers} writers were told they won`,
+    );
+    await expectStored(`${what}, round ${r + 1}`, c, name, won[0]!.value);
+  }
+}
+
+export const SAFETY_CASES: readonly SafetyCase[] = [
+  {
+    name: "create if absent: a second create conflicts, carrying the first, and changes nothing",
+    async run(c) {
+      const name = c.name("create");
+      const first = await c.store.put(makeRecord(name), null);
+      const error = await conflictOf("a second create", c.store.put(makeRecord(name, { holder: "bob" }), null));
+      expectCurrent("a second create", error, first, c);
+      await expectStored("after a refused create", c, name, first);
+    },
+  },
+  {
+    name: "a replace on the current revision applies and issues a new revision",
+    async run(c) {
+      const name = c.name("replace");
+      const first = await c.store.put(makeRecord(name), null);
+      const second = await c.store.put(makeRecord(name, { renewedAt: first.record.renewedAt + 5000 }), first.revision);
+      check(second.revision !== first.revision, `the replace kept revision ${first.revision}`);
+      await expectStored("after a replace", c, name, second);
+    },
+  },
+  {
+    name: "a stale revision conflicts with the current record and changes nothing",
+    async run(c) {
+      const name = c.name("stale");
+      const first = await c.store.put(makeRecord(name), null);
+      const second = await c.store.put(makeRecord(name, { renewedAt: 1 }), first.revision);
+      const error = await conflictOf(
+        "a write on a stale revision",
+        c.store.put(makeRecord(name, { holder: "mallory" }), first.revision),
+      );
+      expectCurrent("a write on a stale revision", error, second, c);
+      await expectStored("after a stale write", c, name, second);
+    },
+  },
+  {
+    name: "ABA: a revision read at A fails after A -> B -> A' (A's fields again, a new writeId)",
+    async run(c) {
+      const name = c.name("aba");
+      const a = await c.store.put(makeRecord(name), null);
+      const b = await c.store.put(makeRecord(name, { renewedAt: a.record.renewedAt + 1 }), a.revision);
+      // Content-derived revisions (S3 ETags are MD5s of the body) would bring A's revision back.
+      const again = await c.store.put({ ...a.record, writeId: newWriteId() }, b.revision);
+      check(again.revision !== a.revision, `A' got A's revision ${a.revision} back`);
+      const error = await conflictOf(
+        "a write on A's revision after A -> B -> A'",
+        c.store.put(makeRecord(name, { holder: "mallory", term: 2 }), a.revision),
+      );
+      expectCurrent("a write on A's revision", error, again, c);
+      await expectStored("after the ABA write", c, name, again);
+    },
+  },
+  {
+    name: "a re-sent write that already applied conflicts carrying itself, and the write path counts it applied",
+    async run(c) {
+      const name = c.name("resent");
+      const create = makeRecord(name);
+      const first = await c.store.put(create, null);
+      expectCurrent(
+        "a create sent again",
+        await conflictOf("a create sent again", c.store.put(create, null)),
+        first,
+        c,
+      );
+      const applied = await casWrite(c.store, create, null);
+      check(applied.kind === "applied", `the write path counted a create sent again as ${applied.kind}`);
+      const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 1000 });
+      const second = await c.store.put(renewal, first.revision);
+      const again = await conflictOf("a renewal sent again", c.store.put(renewal, first.revision));
+      expectCurrent("a renewal sent again", again, second, c);
+      const lost = await casWrite(c.store, makeRecord(name, { holder: "bob", term: 2 }), first.revision);
+      check(lost.kind === "lost", `someone else's write on a replaced revision came back ${lost.kind}, expected lost`);
+      await expectStored("after the re-sent writes", c, name, second);
+    },
+  },
+  {
+    name: "terms are never reused: a released record stays, so it cannot be created afresh at term 1",
+    async run(c) {
+      const name = c.name("terms");
+      const t1 = await c.store.put(makeRecord(name, { term: 1 }), null);
+      const released = await c.store.put(makeRecord(name, { holder: null, term: 1 }), t1.revision);
+      await conflictOf(
+        "a create over a released record",
+        c.store.put(makeRecord(name, { holder: "bob", term: 1 }), null),
+      );
+      const t2 = await c.store.put(makeRecord(name, { holder: "bob", term: 2 }), released.revision);
+      await conflictOf(
+        "a second takeover of the released revision",
+        c.store.put(makeRecord(name, { holder: "carol", term: 2 }), released.revision),
+      );
+      await expectStored("after the takeovers", c, name, t2);
+    },
+  },
+  {
+    name: "concurrent creates of one lease, many rounds: exactly one wins each round",
+    async run(c) {
+      await race(c, "concurrent creates", (name, i) => ({
+        write: () => c.store.put(makeRecord(name, { holder: `c${i}` }), null),
+      }));
+    },
+  },
+  {
+    name: "concurrent compare-and-swaps on one revision, many rounds: exactly one wins each round",
+    async run(c) {
+      await race(c, "concurrent compare-and-swaps", (name, i) => ({
+        // Taken from free (released), so a store that refuses to hand over a held lease (the API)
+        // races the same way as every other.
+        setup: async () => {
+          const held = await c.store.put(makeRecord(name), null);
+          return c.store.put(makeRecord(name, { holder: null }), held.revision);
+        },
+        write: (base) => c.store.put(makeRecord(name, { holder: `c${i}`, term: 2 }), base!.revision),
+      }));
+    },
+  },
+];

@@ -1,0 +1,150 @@
+/**
+ * `leasehold doctor` (src/cli/doctor.ts): the store contract's safety cases against a store URL.
+ * It passes on every local server the tests start, fails on an S3-compatible server that ignores
+ * the conditions (a few lines of Node), and runs against any endpoint named in
+ * DOCTOR_STORE_URLS (store URLs separated by spaces; their credentials from the
+ * environment), so a user can run the contract against MinIO, R2 or Ceph with `npx vitest run
+ * test/doctor.test.ts`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { Storage } from "@google-cloud/storage";
+import { afterAll, describe, expect, it } from "vitest";
+import { type DoctorReport, examine, minimumLeaseMs } from "../src/cli/doctor.js";
+import { openStore } from "../src/open-store.js";
+import { serve } from "../src/runtime/node.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { AZURITE_ACCOUNT, azuriteConnectionString } from "./servers/azurite.server.js";
+import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { startCarelessS3 } from "./support/careless-s3.js";
+import { CliProcesses } from "./support/cli-processes.js";
+import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-doctor-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// The AWS SDK reads credentials from the process environment (versitygw's and dynalite's test keys).
+Object.assign(process.env, {
+  AWS_ACCESS_KEY_ID: S3_TEST_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: S3_TEST_CREDENTIALS.secretAccessKey,
+});
+
+let run = 0;
+async function doctor(url: string, env: Record<string, string | undefined> = {}): Promise<DoctorReport> {
+  const store = await openStore(url, { env });
+  try {
+    const scratch = `leasehold-doctor/test-${run++}/`;
+    // Emulators have no write-rate limit to respect (fake-gcs-server): no pause between writes.
+    return await examine(store, { store: url, scratch, rounds: 5, writers: 10, pauseMs: 0 });
+  } finally {
+    await store.close?.();
+  }
+}
+
+const failures = (report: DoctorReport) => report.cases.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+
+describe("leasehold doctor on every local server: every check passes", () => {
+  it("sqlite:", async () => {
+    expect(failures(await doctor(`sqlite:${join(dir, "doctor.db")}`))).toEqual([]);
+  });
+
+  it("memory:", async () => {
+    expect(failures(await doctor("memory:"))).toEqual([]);
+  });
+
+  it("dynamodb:// on dynalite", async () => {
+    const table = await createLeaseTable(dynamoClient(testEndpoint()));
+    const report = await doctor(`dynamodb://${table}?endpoint=${testEndpoint()}`, { AWS_REGION: "us-east-1" });
+    expect(failures(report)).toEqual([]);
+  });
+
+  it("gcs:// on fake-gcs-server", async () => {
+    const endpoint = process.env.GCS_ENDPOINT!;
+    const bucket = `doctor-${Date.now().toString(36)}`;
+    await new Storage({ apiEndpoint: endpoint, projectId: "leasehold-test" }).createBucket(bucket);
+    const report = await doctor(`gcs://${bucket}/?endpoint=${endpoint}&project=leasehold-test`);
+    expect(failures(report)).toEqual([]);
+  });
+
+  it("s3:// on versitygw", async () => {
+    const endpoint = process.env.S3_ENDPOINT!;
+    const bucket = await createTestBucket(endpoint, "doctor");
+    const report = await doctor(`s3://${bucket}/leases/?endpoint=${endpoint}&pathStyle=true`, {
+      AWS_REGION: S3_TEST_REGION,
+    });
+    expect(failures(report)).toEqual([]);
+    // The records it wrote are left released, under its own scratch prefix only.
+    expect(report.leftReleased).toBeGreaterThan(0);
+    expect(report.minimumLeaseMs).toBe(minimumLeaseMs(report.roundTrip?.write.p99 ?? Number.NaN, undefined));
+  });
+
+  it("azblob:// on azurite", async () => {
+    const endpoint = process.env.AZURE_BLOB_ENDPOINT!;
+    const container = `doctor-${Date.now().toString(36)}`;
+    await BlobServiceClient.fromConnectionString(azuriteConnectionString(endpoint))
+      .getContainerClient(container)
+      .create();
+    const report = await doctor(`azblob://${AZURITE_ACCOUNT}/${container}/`, {
+      AZURE_STORAGE_CONNECTION_STRING: azuriteConnectionString(endpoint),
+    });
+    expect(failures(report)).toEqual([]);
+  });
+
+  it("http:// on the API", async () => {
+    const server = await serve({ store: new MemoryStore(), port: 0, insecureNoAuth: true });
+    try {
+      expect(failures(await doctor(server.url))).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  const external = (process.env.DOCTOR_STORE_URLS ?? "").split(/\s+/).filter((url) => url !== "");
+  for (const url of external) {
+    it(`DOCTOR_STORE_URLS: ${url}`, async () => {
+      const store = await openStore(url, { env: process.env });
+      try {
+        const report = await examine(store, {
+          store: url,
+          scratch: `leasehold-doctor/test-${Date.now()}/`,
+          rounds: 30,
+          writers: 20,
+        });
+        expect(failures(report)).toEqual([]);
+      } finally {
+        await store.close?.();
+      }
+    }, 600_000);
+  }
+});
+
+describe("leasehold doctor as a command", () => {
+  const procs = new CliProcesses();
+  afterAll(() => procs.killAll());
+
+  it("fails on a server that ignores If-None-Match and If-Match: exit 1, a FAIL row naming what it accepted", async () => {
+    const server = await startCarelessS3("ignores-conditions");
+    try {
+      const url = `s3://leases/?region=us-east-1&pathStyle=true&endpoint=${encodeURIComponent(server.endpoint)}`;
+      const cli = procs.start(["doctor", url, "--rounds", "3"]);
+      expect((await cli.exited).code).toBe(1);
+      expect(cli.stdout()).toMatch(/^FAIL +create if absent/m);
+      expect(cli.stdout()).toContain("it accepted a PUT with If-None-Match: * on an object that exists");
+      expect(cli.stdout()).toMatch(/checks FAILED: do not use this store for leases/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("passes on SQLite: exit 0, every row passes, the round trips and the shortest safe leaseMs", async () => {
+    const cli = procs.start(["doctor", `sqlite:${join(dir, "cli.db")}`, "--rounds", "3", "--json"]);
+    expect((await cli.exited).code).toBe(0);
+    const report = JSON.parse(cli.stdout()) as DoctorReport;
+    expect(report.passed).toBe(true);
+    expect(report.cases.map((c) => c.ok)).toEqual(report.cases.map(() => true));
+    expect(report.cases.length).toBeGreaterThanOrEqual(8);
+    expect(report.minimumLeaseMs).toBeGreaterThanOrEqual(100);
+    expect(report.scratch).toMatch(/^leasehold-doctor\/\d{14}-[0-9a-f]{8}\/$/);
+  });
+});
