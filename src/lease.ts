@@ -223,6 +223,15 @@ export interface LeaseStore {
   /** Records whose name starts with `prefix`, in name order. Optional capability. */
   list?(prefix: string, options?: ListOptions): AsyncIterable<Stored>;
   /**
+   * Optional: the leases `names`, in as few requests as the backend allows (DynamoDB BatchGetItem
+   * of up to 100 keys, one SQL `SELECT ... IN`). Each read is as strong as `get`'s: it sees every
+   * write acknowledged before the call began. Resolves to one entry per name, in the order given:
+   * the record, or `null` where none exists. Every name is checked before any I/O; a corrupt record
+   * fails the whole call (`LeaseCorruptError`), as `get` of it would. Callers use `readMany`
+   * (src/read-many.ts), which falls back to bounded parallel `get`s for a store without it.
+   */
+  getMany?(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>>;
+  /**
    * Optional push capability: yields the record each time it changes (first the current one),
    * so followers learn of a release without polling. Ends when `signal` aborts.
    */

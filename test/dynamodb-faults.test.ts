@@ -212,3 +212,39 @@ describe("dynamodb: throttling, server errors and aborts", () => {
     expect((error as LeaseStoreError).ambiguous).toBe(false);
   });
 });
+
+describe("dynamodb: getMany is BatchGetItem of up to 100 keys, unprocessed keys asked again", () => {
+  it("reads 230 leases in three requests, each as GetItem would, null where none exists", async () => {
+    const store = viaProxy();
+    const root = uniqueName("many");
+    const names = Array.from({ length: 230 }, (_, i) => `${root}/${String(i).padStart(3, "0")}`);
+    const written = await Promise.all(names.slice(0, 200).map((n) => truth().put(makeRecord(n), null)));
+    const read = await store.getMany([...names].reverse());
+    expect(read).toEqual([...written, ...names.slice(200).map(() => null)].reverse());
+    expect(proxy.count("BatchGetItem")).toBe(3);
+    expect(proxy.count("GetItem")).toBe(0);
+  });
+
+  it("keys DynamoDB leaves unprocessed are asked for again until none is left", async () => {
+    const store = viaProxy();
+    const root = uniqueName("unprocessed");
+    const names = Array.from({ length: 10 }, (_, i) => `${root}/${i}`);
+    const written = await Promise.all(names.map((n) => truth().put(makeRecord(n), null)));
+    proxy.unprocessed.push(7, 3);
+    expect(await store.getMany(names)).toEqual(written);
+    expect(proxy.count("BatchGetItem")).toBe(3);
+  });
+
+  it("keys still unprocessed after six requests fail the read, naming how many, not ambiguous", async () => {
+    const store = viaProxy();
+    const root = uniqueName("throttled");
+    const names = Array.from({ length: 4 }, (_, i) => `${root}/${i}`);
+    await Promise.all(names.map((n) => truth().put(makeRecord(n), null)));
+    proxy.unprocessed.push(2, 2, 2, 2, 2, 2);
+    const error = await rejection(store.getMany(names));
+    expect(error).toBeInstanceOf(LeaseStoreError);
+    expect((error as LeaseStoreError).message).toContain("2 of 4 keys still unprocessed after 6 requests");
+    expect((error as LeaseStoreError).ambiguous).toBe(false);
+    expect(proxy.count("BatchGetItem")).toBe(6);
+  });
+});

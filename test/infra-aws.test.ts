@@ -96,13 +96,18 @@ describe("infra/aws: the CDK stack", () => {
     template.resourceCountIs("Custom::LogRetention", 0);
   });
 
-  it("grants exactly GetItem, PutItem and Scan on the table, and writing to its log group, nothing else", () => {
+  it("grants exactly GetItem, BatchGetItem, PutItem and Scan on the table, and writing to its log group, nothing else", () => {
     const table = logicalId(template, "AWS::DynamoDB::Table");
     const group = logicalId(template, "AWS::Logs::LogGroup");
     const all = statements(template);
     expect(all).toHaveLength(2);
     const [dynamo, logsStatement] = all;
-    expect([dynamo!.Action].flat().sort()).toEqual(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"]);
+    expect([dynamo!.Action].flat().sort()).toEqual([
+      "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:Scan",
+    ]);
     expect(dynamo!.Resource).toEqual({ "Fn::GetAtt": [table, "Arn"] });
     expect([logsStatement!.Action].flat().sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
     expect(logsStatement!.Resource).toEqual({ "Fn::GetAtt": [group, "Arn"] });

@@ -107,7 +107,7 @@ describe("Elector options", () => {
       message: expect.stringMatching(typeof message === "string" ? `^${escapeRegExp(message)}$` : message),
     });
     expect(error.message).toMatch(new RegExp(`^invalid elector options: .*${escapeRegExp(path)}: `));
-    expect(store.counts).toEqual({ get: 0, put: 0, list: 0 });
+    expect(store.counts).toEqual({ get: 0, put: 0, list: 0, getMany: 0 });
   });
 
   it("refuses a missing options object with a sentence, not a stack trace", async () => {
@@ -216,7 +216,7 @@ describe("runAsLeader", () => {
     const options = { ...base(), leaseMs: 5 };
     const error = await rejection(() => runAsLeader(options, () => "done"));
     expect(error.issues).toEqual([{ path: "leaseMs", message: "expected at least 10 ms" }]);
-    expect(options.store.counts).toEqual({ get: 0, put: 0, list: 0 });
+    expect(options.store.counts).toEqual({ get: 0, put: 0, list: 0, getMany: 0 });
   });
 
   const cases: Array<[string, Record<string, unknown>, unknown, string, string]> = [
@@ -241,7 +241,7 @@ describe("runAsLeader", () => {
     const error = await rejection(() => runAsLeader(options as never, fn as never));
     expect(error.issues).toEqual([{ path, message }]);
     expect(error.message).toBe(`invalid runAsLeader arguments: ${path}: ${message}`);
-    expect(options.store.counts).toEqual({ get: 0, put: 0, list: 0 });
+    expect(options.store.counts).toEqual({ get: 0, put: 0, list: 0, getMany: 0 });
     expect(await options.store.inner.get("jobs/main")).toBeNull();
   });
 });

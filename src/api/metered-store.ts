@@ -1,7 +1,8 @@
 /**
  * The store as the API uses it: every call timed and counted for /metrics (latency per op,
  * conflicts, failures), and failures logged by class and code, never by message. The service and
- * the watch hub both read through it, so a watch's polling read is measured like any other.
+ * the watch hub both read through it, so a watch's polling read is measured like any other (a
+ * batch read as op "get_many", one call per request the hub sends).
  * Runtime-neutral.
  */
 import type { Clock } from "../clock.js";
@@ -11,7 +12,7 @@ import { type ApiLogger, failureFields } from "./log.js";
 import type { ApiMetrics } from "./metrics.js";
 
 export function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics, log: ApiLogger): LeaseStore {
-  const timed = async <T>(op: "get" | "put" | "list", fn: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(op: "get" | "get_many" | "put" | "list", fn: () => Promise<T>): Promise<T> => {
     const started = clock.now();
     try {
       return await fn();
@@ -32,6 +33,8 @@ export function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetric
     get: (name, options) => timed("get", () => store.get(name, options)),
     put: (next, expected, options) => timed("put", () => store.put(next, expected, options)),
   };
+  const getMany = store.getMany;
+  if (getMany) metered.getMany = (names, options) => timed("get_many", () => getMany.call(store, names, options));
   const list = store.list;
   if (list) {
     metered.list = (prefix, options) => {

@@ -20,6 +20,13 @@
  * carries the current record with no second request. Emulators that omit the item (dynalite)
  * cost one `ConsistentRead` `GetItem` instead. Reads are `ConsistentRead: true`.
  *
+ * `getMany(names)`: one `BatchGetItem` (`ConsistentRead: true`) per 100 names, DynamoDB's limit,
+ * sent one after another. Keys DynamoDB leaves unprocessed (it returns them under throttling or
+ * past 16 MB) are asked for again after a pause that doubles each time (25 ms, then 50, ...), up
+ * to 6 requests in all, then the call fails naming how many were left. Each item costs the same
+ * read units as its `GetItem`; what a batch saves is requests and round trips (the API's watch
+ * hub re-reads every watched lease each interval: 100 leases, one request).
+ *
  * Retries: the store itself never retries, but the SDK does (transient errors, throttling). A
  * retried `PutItem` whose first attempt applied fails its own condition. The store does not decide
  * what that means: it reports the conflict with the current record, which then carries this
@@ -75,6 +82,7 @@ import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
 
 const {
+  BatchGetItemCommand,
   DynamoDBClient: DynamoDBClientClass,
   GetItemCommand,
   PutItemCommand,
@@ -156,6 +164,42 @@ export class DynamoDbStore implements LeaseStore {
       if (errorName(error) !== "ConditionalCheckFailedException")
         throw this.failure("PutItem", record.name, error, true);
       return this.resolveConflict(record, error as ConditionalCheckFailedException, options);
+    }
+  }
+
+  async getMany(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
+    for (const name of names) validateName(name);
+    const found = new Map<string, Stored>();
+    const unique = [...new Set(names)];
+    for (let i = 0; i < unique.length; i += BATCH_GET_KEYS) {
+      await this.batchGet(unique.slice(i, i + BATCH_GET_KEYS), found, options);
+    }
+    return names.map((name) => found.get(name) ?? null);
+  }
+
+  /** One BatchGetItem of at most 100 keys, and again for its unprocessed keys, with a growing pause. */
+  private async batchGet(keys: string[], found: Map<string, Stored>, options: CallOptions | undefined): Promise<void> {
+    let pending: Item[] = keys.map((key) => ({ [this.partitionKey]: { S: key } }));
+    for (let request = 1; ; request++) {
+      const out = await this.call("BatchGetItem", keys[0]!, () =>
+        this.client.send(
+          new BatchGetItemCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } } }),
+          sendOptions(options),
+        ),
+      );
+      for (const item of out.Responses?.[this.table] ?? []) {
+        const key = item[this.partitionKey]?.S;
+        if (key !== undefined) found.set(key, this.decode(key, item));
+      }
+      pending = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      if (pending.length === 0) return;
+      if (request >= BATCH_GET_REQUESTS) {
+        throw new LeaseStoreError(
+          `DynamoDB BatchGetItem on table "${this.table}": ${pending.length} of ${keys.length} keys still unprocessed after ${request} requests (throttled or over 16 MB)`,
+          { ambiguous: false },
+        );
+      }
+      await pause(25 * 2 ** (request - 1), options?.signal);
     }
   }
 
@@ -353,6 +397,26 @@ function toPlain(path: string, value: AttributeValue, issues: FieldIssue[]): unk
   if (value.L !== undefined) return value.L.map((v, i) => toPlain(`${path}.${i}`, v, issues));
   issues.push({ path, message: `unsupported DynamoDB type ${Object.keys(value).join(",")}` });
   return undefined;
+}
+
+/** The most keys one BatchGetItem takes. */
+const BATCH_GET_KEYS = 100;
+/** Requests one batch of keys gets (the first and the retries of its unprocessed keys). */
+const BATCH_GET_REQUESTS = 6;
+
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", stop, { once: true });
+  });
 }
 
 function errorName(error: unknown): string | undefined {

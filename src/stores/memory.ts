@@ -45,6 +45,14 @@ export class MemoryStore implements LeaseStore {
     return toStored(written);
   }
 
+  async getMany(names: readonly string[], _options?: CallOptions): Promise<Array<Stored | null>> {
+    for (const name of names) validateName(name);
+    return names.map((name) => {
+      const entry = this.entries.get(name);
+      return entry ? toStored(entry) : null;
+    });
+  }
+
   checkRevision(revision: Revision): void {
     parseRevision(revision);
   }

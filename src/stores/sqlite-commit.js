@@ -50,6 +50,7 @@
  * The prepared statements of one connection, and `commit`: one immediate transaction over a batch.
  * @typedef {{
  *   select: import("better-sqlite3").Statement<[string], Row>,
+ *   selectMany: import("better-sqlite3").Statement<[string], Row>,
  *   page: import("better-sqlite3").Statement<[string, string, string, number], Row>,
  *   commit: (writes: readonly WriteRequest[]) => WriteResult[],
  * }} Statements
@@ -85,6 +86,12 @@ export function openDatabase(Database, settings, create) {
 export function prepareStatements(db, table) {
   /** @type {import("better-sqlite3").Statement<[string], Row>} */
   const select = db.prepare(`SELECT name, rev, record FROM ${table} WHERE name = ?`);
+  // Many names in one statement: a JSON array as the one parameter, so the statement is prepared
+  // once for any number of names (no limit on bound variables to meet).
+  /** @type {import("better-sqlite3").Statement<[string], Row>} */
+  const selectMany = db.prepare(
+    `SELECT name, rev, record FROM ${table} WHERE name IN (SELECT value FROM json_each(?))`,
+  );
   /** @type {import("better-sqlite3").Statement<[string, string]>} */
   const insert = db.prepare(`INSERT INTO ${table} (name, rev, record) VALUES (?, 1, ?) ON CONFLICT(name) DO NOTHING`);
   /** @type {import("better-sqlite3").Statement<[string, string, number]>} */
@@ -123,5 +130,5 @@ export function prepareStatements(db, table) {
       return writes.map(() => failed);
     }
   };
-  return { select, page, commit };
+  return { select, selectMany, page, commit };
 }

@@ -11,7 +11,8 @@
  * (./sqlite-writer.ts) commits them with group commit, every write that arrived during one commit
  * going into the next, one transaction and one fsync for all, each write judged on its own.
  * Reads run here, on a connection of their own, and see every acknowledged write (WAL readers
- * see every commit that completed before they started). `:memory:` is private to this store and
+ * see every commit that completed before they started); `getMany` is one `SELECT ... IN` over
+ * them all. `:memory:` is private to this store and
  * has nothing to sync: it writes on this thread.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -136,6 +137,15 @@ export class SqliteStore implements LeaseStore {
       case "failed":
         throw new LeaseStoreError(`SQLite ${this.path}: ${result.message}`, { ambiguous: result.ambiguous });
     }
+  }
+
+  /** One `SELECT ... IN` for all `names`: one snapshot of the database, as strong as `get`. */
+  async getMany(names: readonly string[], _options?: CallOptions): Promise<Array<Stored | null>> {
+    for (const name of names) validateName(name);
+    if (names.length === 0) return [];
+    const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
+    const found = new Map(rows.map((row) => [row.name, toStored(row)]));
+    return names.map((name) => found.get(name) ?? null);
   }
 
   checkRevision(revision: Revision): void {

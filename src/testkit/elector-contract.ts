@@ -146,7 +146,7 @@ export function describeElectorContract(
         expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1, leaseMs: LEASE });
         h.tracked.resetCounts();
         await h.clock.advance(RENEW * 10);
-        expect(h.tracked.counts).toEqual({ get: 0, put: 10, list: 0 });
+        expect(h.tracked.counts).toEqual({ get: 0, put: 10, list: 0, getMany: 0 });
         expect(a.deposed).toEqual([]);
         expect(a.elector.current).toMatchObject({ isLeader: true, term: 1, leaderUntil: RENEW * 10 + LEASE - SAFETY });
       }),

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { LeaseTermRuleError, LeaseValidationError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, MAX_HOLDER_LENGTH, MAX_METADATA_BYTES } from "../lease.js";
+import { readMany } from "../read-many.js";
 import { makeRecord, SAFETY_CASES } from "./safety-cases.js";
 
 export { casWrite, makeRecord } from "./safety-cases.js";
@@ -78,6 +79,29 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
       "get of a lease that never existed is null",
       withStore(async (store) => {
         expect(await store.get(uniqueName())).toBeNull();
+      }),
+    );
+
+    it(
+      "reads many leases in one call (getMany where the store has it): each as get reads it, in the order asked, null where none exists, names checked first",
+      withStore(async (store) => {
+        const root = uniqueName("many");
+        const a = await store.put(makeRecord(`${root}/a`, { holder: "alice" }), null);
+        const b1 = await store.put(makeRecord(`${root}/b`, { holder: "bob" }), null);
+        const b = await store.put(makeRecord(`${root}/b`, { holder: null }), b1.revision);
+        const asked = [`${root}/b`, `${root}/missing`, `${root}/a`, `${root}/b`];
+        expect(await readMany(store, asked)).toEqual([b, null, a, b]);
+        expect(await readMany(store, asked)).toEqual(await Promise.all(asked.map((n) => store.get(n))));
+        // Strong: a write acknowledged before the call is what the call sees.
+        const a2 = await store.put(makeRecord(`${root}/a`, { holder: "alice", term: 2 }), a.revision);
+        expect(await readMany(store, [`${root}/a`])).toEqual([a2]);
+        expect(await readMany(store, [])).toEqual([]);
+        for (const read of [
+          (names: string[]) => readMany(store, names),
+          ...(store.getMany ? [(names: string[]) => store.getMany!(names)] : []),
+        ]) {
+          await expect(read([`${root}/a`, `${root}/x/../a`])).rejects.toBeInstanceOf(LeaseValidationError);
+        }
       }),
     );
 

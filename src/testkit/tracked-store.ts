@@ -9,10 +9,12 @@ export interface CallCounts {
   get: number;
   put: number;
   list: number;
+  /** Batch reads (`getMany` calls), each one request where the store batches. */
+  getMany: number;
 }
 
 export class TrackedStore extends StoreWrapper {
-  readonly counts: CallCounts = { get: 0, put: 0, list: 0 };
+  readonly counts: CallCounts = { get: 0, put: 0, list: 0, getMany: 0 };
   /** Every record a put wrote (the store accepted it), in order. */
   readonly written: LeaseRecord[] = [];
   private readonly inflight = new Set<Promise<unknown>>();
@@ -37,10 +39,16 @@ export class TrackedStore extends StoreWrapper {
     return super.listOf(prefix, options);
   }
 
+  protected override getManyOf(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
+    this.counts.getMany++;
+    return this.track(super.getManyOf(names, options));
+  }
+
   resetCounts(): void {
     this.counts.get = 0;
     this.counts.put = 0;
     this.counts.list = 0;
+    this.counts.getMany = 0;
   }
 
   /** Resolves once no call has been in flight across a few turns of the event loop. */

@@ -1,8 +1,9 @@
 /**
  * An HTTP proxy on 127.0.0.1 in front of dynalite that injects faults into PutItem calls, so
  * tests see what the SDK sees on a real network: a response lost after the write applied (the
- * socket is destroyed), throttling and 5xx answers, and calls that never answer. These are real
- * HTTP exchanges, not SDK mocks. Every other request is forwarded untouched.
+ * socket is destroyed), throttling and 5xx answers, and calls that never answer; and BatchGetItem
+ * answers that leave keys unprocessed, as DynamoDB does under throttling (dynalite never does).
+ * These are real HTTP exchanges, not SDK mocks. Every other request is forwarded untouched.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -49,6 +50,12 @@ export class DynamoProxy {
    * dynalite leaves out. The proxy reads it from dynalite itself; the client sees no extra call.
    */
   returnOldItem = false;
+
+  /**
+   * For the next BatchGetItem answers, one each: how many of the items dynalite returned to hold
+   * back and report under UnprocessedKeys instead.
+   */
+  readonly unprocessed: number[] = [];
 
   /** Faults for the next PutItem requests (SDK retries included), one each. */
   failNextPut(...faults: PutFault[]): void {
@@ -98,6 +105,8 @@ export class DynamoProxy {
         if (this.returnOldItem && (operation === "PutItem" || operation === "UpdateItem")) {
           reply = await withOldItem(upstream, req, body, reply);
         }
+        const holdBack = operation === "BatchGetItem" ? this.unprocessed.shift() : undefined;
+        if (holdBack !== undefined) reply = withUnprocessedKeys(reply, holdBack);
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body);
       }
@@ -125,6 +134,19 @@ async function withOldItem(upstream: URL, req: IncomingMessage, body: Buffer, re
   const current = await forward(upstream, { method: "POST", url: req.url, headers }, get);
   const item = (JSON.parse(current.body.toString()) as { Item?: unknown }).Item;
   const patched = Buffer.from(JSON.stringify({ ...error, ...(item ? { Item: item } : {}) }));
+  return { ...reply, body: patched, headers: { ...reply.headers, "content-length": String(patched.length) } };
+}
+
+/** Moves `count` items of a BatchGetItem answer (each table's last ones) to its UnprocessedKeys, by key. */
+function withUnprocessedKeys(reply: Reply, count: number): Reply {
+  type Item = Record<string, unknown>;
+  const answer = JSON.parse(reply.body.toString()) as { Responses?: Record<string, Item[]> };
+  const unprocessed: Record<string, { Keys: Item[]; ConsistentRead: boolean }> = {};
+  for (const [table, items] of Object.entries(answer.Responses ?? {})) {
+    const held = items.splice(Math.max(0, items.length - count));
+    if (held.length > 0) unprocessed[table] = { Keys: held.map((item) => ({ pk: item.pk })), ConsistentRead: true };
+  }
+  const patched = Buffer.from(JSON.stringify({ ...answer, UnprocessedKeys: unprocessed }));
   return { ...reply, body: patched, headers: { ...reply.headers, "content-length": String(patched.length) } };
 }
 

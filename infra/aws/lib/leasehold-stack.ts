@@ -4,7 +4,7 @@
  * bucket (one object per lease under `leases/`, see below), a Lambda function on Node 20
  * serving the API's Lambda entry (src/runtime/lambda.ts, bundled by lib/bundle.ts into `codeDir`), a
  * Function URL in front of it, and a role that can do exactly what the DynamoDB store does
- * (GetItem, PutItem, Scan on this table) and write its own log group, nothing else.
+ * (GetItem, BatchGetItem, PutItem, Scan on this table) and write its own log group, nothing else.
  *
  * Auth: with `authType: "NONE"` (the default) the URL is public and the app checks bearer tokens
  * scoped to lease-name prefixes (LEASEHOLD_TOKENS); synthesis refuses to go ahead without tokens.
@@ -32,8 +32,8 @@ import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
 import { readServerConfig } from "../../../src/runtime/config.js";
 
-/** The DynamoDB calls DynamoDbStore makes: reads, conditional puts, and the Scan behind `list`. */
-export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"] as const;
+/** The DynamoDB calls DynamoDbStore makes: reads (one and in batches), conditional puts, and the Scan behind `list`. */
+export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:Scan"] as const;
 
 /** The S3 object calls S3Store makes (If-Match needs GetObject as well as PutObject). */
 export const S3_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject"] as const;
