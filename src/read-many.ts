@@ -26,14 +26,20 @@ export async function readMany(
   const call: CallOptions = options.signal ? { signal: options.signal } : {};
   if (store.getMany) return store.getMany(names, call);
   const out = new Array<Stored | null>(names.length);
+  await eachBounded(names.length, options.concurrency ?? DEFAULT_READ_CONCURRENCY, async (i) => {
+    out[i] = await store.get(names[i]!, call);
+  });
+  return out;
+}
+
+/**
+ * Runs `task(0) ... task(count - 1)` with at most `width` running at once; rejects with the first
+ * failure (the tasks already started run to their end).
+ */
+export async function eachBounded(count: number, width: number, task: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (next < names.length) {
-      const i = next++;
-      out[i] = await store.get(names[i]!, call);
-    }
+    while (next < count) await task(next++);
   };
-  const width = Math.max(1, Math.min(options.concurrency ?? DEFAULT_READ_CONCURRENCY, names.length));
-  await Promise.all(Array.from({ length: width }, worker));
-  return out;
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(width, count)) }, worker));
 }
