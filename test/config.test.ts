@@ -157,7 +157,12 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       listener: { headersTimeoutMs: 5000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5000, maxConnections: 1024 },
       warnings: [],
     });
-    expect(readServerConfig(BASE.lambda, "lambda").app).toEqual({ maxSkewMs: 1000, limits: {} });
+    expect(readServerConfig(BASE.lambda, "lambda").app).toEqual({
+      maxSkewMs: 1000,
+      watchPollMs: 1000,
+      heartbeatMs: 15_000,
+      limits: {},
+    });
     expect(readServerConfig(BASE.worker, "worker").store).toEqual({ kind: "durable-objects" });
   });
 });

@@ -116,7 +116,9 @@ describe("infra/aws: the bundled Lambda handler against dynalite", () => {
     expect(read?.statusCode).toBe(200);
     expect(read?.body).toContain('"holder":"a"');
     expect(taken?.statusCode).toBe(409);
-    expect(logged).toContain(`leasehold: API on Lambda (function); store dynamodb://${table}?region=us-east-1`);
+    expect(logged).toContain(
+      `leasehold: API on Lambda (function, buffered, no watch streams); store dynamodb://${table}?region=us-east-1`,
+    );
     expect(logged).toContain("auth: 1 token (#1: read+write on all leases); maxSkewMs 1000");
     // The item is where the library's own store finds it.
     expect((await new DynamoDbStore({ client, table }).get(name))?.record).toMatchObject({ holder: "a", term: 1 });

@@ -2,13 +2,15 @@
  * The CDK app in infra/aws, synthesised offline (no account lookups, no Docker: the Lambda code is
  * a prebuilt folder, here a placeholder) and checked with aws-cdk-lib/assertions.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { App } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
-import { propsFromEnv, stackNameFromEnv } from "../infra/aws/lib/config.js";
+import { propsFromEnv, REPO_ROOT, stackNameFromEnv } from "../infra/aws/lib/config.js";
 import { LeaseholdStack, type LeaseholdStackProps } from "../infra/aws/lib/leasehold-stack.js";
 import { readServerConfig } from "../src/runtime/config.js";
 
@@ -72,13 +74,15 @@ describe("infra/aws: the CDK stack", () => {
     });
   });
 
-  it("runs the Lambda entry on Node 20 with the table's store URL and the tokens", () => {
+  it("runs the Lambda entry's streaming handler on Node 22 with the table's store URL and the tokens", () => {
     const table = logicalId(template, "AWS::DynamoDB::Table");
     template.resourceCountIs("AWS::Lambda::Function", 1);
     template.hasResourceProperties("AWS::Lambda::Function", {
       // nodejs20.x is deprecated by AWS (2026-04-30); new functions get 22 unless told otherwise.
       Runtime: "nodejs22.x",
-      Handler: "index.handler",
+      Handler: "index.streamingHandler",
+      // A watch stream lasts until just before the timeout, then its client resumes.
+      Timeout: 900,
       Environment: {
         Variables: Match.objectLike({
           LEASEHOLD_STORE: { "Fn::Join": ["", ["dynamodb://", { Ref: table }]] },
@@ -126,6 +130,40 @@ describe("infra/aws: the CDK stack", () => {
     template.hasOutput("ApiUrl", { Value: { "Fn::GetAtt": [logicalId(template, "AWS::Lambda::Url"), "FunctionUrl"] } });
   });
 
+  it("streams responses: the Function URL's InvokeMode is RESPONSE_STREAM (watch streams deliver as they happen)", () => {
+    template.hasResourceProperties("AWS::Lambda::Url", { InvokeMode: "RESPONSE_STREAM" });
+    synth({ authType: "AWS_IAM", tokens: undefined as never }).hasResourceProperties("AWS::Lambda::Url", {
+      InvokeMode: "RESPONSE_STREAM",
+    });
+    synth({ timeoutSeconds: 120 }).hasResourceProperties("AWS::Lambda::Function", { Timeout: 120 });
+    expect(() => synth({ timeoutSeconds: 901 })).toThrow(
+      "timeoutSeconds: expected a whole number of seconds 10-900 (Lambda's most), got 901",
+    );
+  });
+
+  it("`cdk synth` (the CLI, as `npm run cdk:synth` runs the app) writes the streaming Function URL into the template", async () => {
+    const out = mkdtempSync(join(dir, "cli-"));
+    const cdk = join(REPO_ROOT, "node_modules", "aws-cdk", "bin", "cdk");
+    // The app without its bundling step (tested in infra-aws-lambda.test.ts): the placeholder code.
+    await promisify(execFile)(
+      process.execPath,
+      [cdk, "synth", "--app", "npx tsx bin/app.ts", "--output", out, "--no-notices", "--no-version-reporting", "-q"],
+      {
+        cwd: join(REPO_ROOT, "infra", "aws"),
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: process.env.HOME ?? dir,
+          CDK_DISABLE_CLI_TELEMETRY: "true",
+          LEASEHOLD_LAMBDA_DIR: codeDir,
+          LEASEHOLD_TOKENS: TOKENS,
+        },
+      },
+    );
+    const cli = Template.fromJSON(JSON.parse(readFileSync(join(out, "Leasehold.template.json"), "utf8")));
+    cli.hasResourceProperties("AWS::Lambda::Url", { InvokeMode: "RESPONSE_STREAM", AuthType: "NONE" });
+    cli.hasResourceProperties("AWS::Lambda::Function", { Handler: "index.streamingHandler", Timeout: 900 });
+  }, 180_000);
+
   it("can run on another Node runtime", () => {
     synth({ nodeVersion: 24 }).hasResourceProperties("AWS::Lambda::Function", { Runtime: "nodejs24.x" });
     synth({ nodeVersion: 20 }).hasResourceProperties("AWS::Lambda::Function", { Runtime: "nodejs20.x" });
@@ -157,7 +195,12 @@ describe("infra/aws: the CDK stack", () => {
       because: "insecure-flag",
       flag: "LEASEHOLD_INSECURE_NO_AUTH=1",
     });
-    expect(started(synth({ maxSkewMs: 2500 })).app).toEqual({ maxSkewMs: 2500, limits: {} });
+    expect(started(synth({ maxSkewMs: 2500 })).app).toEqual({
+      maxSkewMs: 2500,
+      watchPollMs: 1000,
+      heartbeatMs: 15_000,
+      limits: {},
+    });
   });
 
   it("refuses at synth what the function would refuse at its first call, naming the variable", () => {

@@ -8,7 +8,7 @@ import type { LambdaContext as Context } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
-import { createHandler } from "../src/runtime/lambda.js";
+import { createHandler, createStreamingHandler, STREAMING_HINT } from "../src/runtime/lambda.js";
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { TEST_INSTANCE, withInstance } from "./support/api-server.js";
@@ -190,7 +190,7 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
       { log },
     );
     expect(logs).toEqual([
-      `API on Lambda (leasehold-api); store ${dynamo()}; auth: 1 token (fn: read+write+cas on all leases); maxSkewMs 1000`,
+      `API on Lambda (leasehold-api, buffered, no watch streams); store ${dynamo()}; auth: 1 token (fn: read+write+cas on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000`,
     ]);
     expect((await invoke(acquire("jobs/tokens", null), via)).status).toBe(401);
     expect((await invoke(acquire("jobs/tokens"), via)).status).toBe(200);
@@ -234,11 +234,46 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
     ["PORT", "8080", "a Lambda function does not listen on a port"],
     ["HOST", "0.0.0.0", "a Lambda function does not listen on a port"],
     ["LEASEHOLD_DB", "/tmp/leases.db", "each Lambda instance would have its own SQLite file"],
-    ["LEASEHOLD_WATCH_POLL_MS", "1000", "watch streams need response streaming"],
-    ["LEASEHOLD_HEARTBEAT_MS", "15000", "watch streams need response streaming"],
+    ["LEASEHOLD_WATCH_STREAMS", "10", "a Lambda instance serves one request at a time"],
+    ["LEASEHOLD_WATCH_STREAMS_PER_TOKEN", "10", "a Lambda instance serves one request at a time"],
   ])("%s is refused, saying why", async (name, value, why) => {
     const message = await refusal({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, [name]: value });
     expect(message).toContain(`${name}: not read by the Lambda handler: ${why}`);
+  });
+
+  it("LEASEHOLD_WATCH_POLL_MS and LEASEHOLD_HEARTBEAT_MS: read for the streaming handler's watch streams", async () => {
+    logs.length = 0;
+    await createHandler(
+      {
+        LEASEHOLD_STORE: dynamo(),
+        LEASEHOLD_TOKENS: tokens,
+        LEASEHOLD_WATCH_POLL_MS: "250",
+        LEASEHOLD_HEARTBEAT_MS: "5000",
+      },
+      { log },
+    );
+    expect(logs[0]).toContain("maxSkewMs 1000, watchPollMs 250, heartbeatMs 5000");
+    expect(
+      await refusal({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens, LEASEHOLD_WATCH_POLL_MS: "5" }),
+    ).toContain("LEASEHOLD_WATCH_POLL_MS: expected a whole number of milliseconds 10-3600000");
+  });
+
+  it("the buffered handler answers a watch 501 saying how to enable streaming (GET and HEAD); outside Lambda the streaming handler says where it runs", async () => {
+    const via = await createHandler({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens }, { log });
+    for (const method of ["GET", "HEAD"]) {
+      const res = await invoke(event("function-url", method, `/v1/leases/${encodeURIComponent("jobs/w")}/watch`), via);
+      expect(res.status).toBe(501);
+      expect(res.type).toBe("application/problem+json");
+      if (method === "GET") {
+        expect(res.body).toMatchObject({ type: "urn:leasehold:problem:streaming-unavailable", detail: STREAMING_HINT });
+        expect(STREAMING_HINT).toContain("InvokeMode RESPONSE_STREAM and the handler index.streamingHandler");
+      }
+    }
+    // Without a token the route says 401 first: nothing about the deployment leaks.
+    expect((await invoke(event("function-url", "GET", "/v1/leases/x/watch", { token: null }), via)).status).toBe(401);
+    await expect(createStreamingHandler({ LEASEHOLD_STORE: dynamo(), LEASEHOLD_TOKENS: tokens })).rejects.toThrow(
+      "streamingHandler runs only in the AWS Lambda Node.js runtime (its awslambda global is missing)",
+    );
   });
 
   it.each(["AWS_REGION", "AWS_DEFAULT_REGION"])("%s: the DynamoDB region when the URL has none", async (name) => {

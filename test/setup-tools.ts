@@ -3,7 +3,8 @@
  * ahead of `npm test` (CI runs it first, so the test run's own clock measures tests, not
  * compilers). Each piece is the same installer the tests call on first use, so running this is
  * optional on a developer's machine: fake-gcs-server, versitygw and oapi-codegen with Go, the
- * generated Go client's module dependencies, and Schemathesis and mfusepy in virtualenvs.
+ * generated Go client's module dependencies, Schemathesis and mfusepy in virtualenvs, and the AWS
+ * Lambda Node.js runtime interface client (a native build).
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -11,6 +12,7 @@ import { installFakeGcs } from "./servers/fake-gcs.server.js";
 import { versitygwProgram } from "./servers/versitygw.server.js";
 import { goClientDir, oapiCodegen } from "./support/go-client.js";
 import { installGoProgram } from "./support/go-install.js";
+import { installLambdaRic } from "./support/lambda-ric.js";
 import { installPowerLossFs } from "./support/power-loss-fs.js";
 import { installSchemathesis } from "./support/schemathesis.js";
 
@@ -29,3 +31,4 @@ await timed("oapi-codegen", () => installGoProgram(oapiCodegen));
 await timed("the Go client's modules", () => run("go", ["mod", "download"], { cwd: goClientDir }));
 await timed("Schemathesis", installSchemathesis);
 await timed("mfusepy (the power-loss file system)", installPowerLossFs);
+await timed("aws-lambda-ric (the Lambda Node.js runtime)", installLambdaRic);

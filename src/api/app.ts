@@ -13,7 +13,7 @@ import { type Clock, systemClock } from "../clock.js";
 import type { LeaseStore } from "../lease.js";
 import { zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer } from "./auth.js";
-import type { Deps, Env } from "./context.js";
+import type { Deps, Env, StreamSupport } from "./context.js";
 import { LeaseService } from "./lease-service.js";
 import { RecordQuota, WatchStreams } from "./limits.js";
 import { type ApiLogger, failureFields, silentLogger } from "./log.js";
@@ -68,6 +68,17 @@ export interface AppOptions {
   /** SSE keep-alive comment interval. Default 15000 ms. */
   heartbeatMs?: number;
   /**
+   * How this runtime carries streams (the watch route's Server-Sent Events). Default: a stream
+   * lasts until its client leaves.
+   * - `{ unavailable: detail }`: responses are buffered (the Lambda `handler` export), so a stream
+   *   would reach its client only when the invocation ends: the watch route answers 501
+   *   `streaming-unavailable` with `detail` (how to enable streaming) instead.
+   * - `{ timeLeft }`: the runtime stops each request at a deadline (a Lambda invocation's
+   *   timeout). `timeLeft(c)` is how long a stream may still run (ms); the stream then sends an
+   *   `end` event and closes, and the client resumes at once with Last-Event-ID, missing nothing.
+   */
+  streams?: StreamSupport;
+  /**
    * "loopback": serve only requests whose Host is localhost, 127.x.x.x or [::1] (403 otherwise), so
    * a browser cannot reach a server without tokens through DNS rebinding. The Node entries set it
    * when they serve on loopback without tokens.
@@ -79,6 +90,8 @@ export interface AppOptions {
    */
   log?: ApiLogger;
 }
+
+export type { StreamSupport } from "./context.js";
 
 export function createApp(options: AppOptions): OpenAPIHono<Env> {
   // Bounds, defaults and messages: src/api/options.ts.
@@ -115,6 +128,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     metrics,
     clock,
     options: resolved,
+    streams: options.streams ?? {},
     routes: apiRoutes(auth.secured),
   };
 
@@ -149,7 +163,8 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
 
   app.onError((error, c) => {
     let p = toProblem(error);
-    if (p.status >= 500) {
+    // 501 streaming-unavailable is this deployment's answer by design, not a failure to log.
+    if (p.status >= 500 && p.kind !== "streaming-unavailable") {
       log.error("request failed", {
         method: c.req.method,
         route: c.req.routePath,

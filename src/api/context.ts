@@ -18,6 +18,12 @@ import type { ShardService } from "./shard-service.js";
 import type { WatchHub } from "./watch-hub.js";
 
 export type Env = { Variables: { route: string; principal: Principal } };
+
+/** createApp's `streams` option (src/api/app.ts): whether this runtime streams, and until when. */
+export type StreamSupport =
+  | { unavailable: string }
+  // biome-ignore lint/suspicious/noExplicitAny: the runtime's own bindings (a Lambda context) ride in c.env
+  | { timeLeft: (c: Context<any>) => number };
 export type Api = OpenAPIHono<Env>;
 
 export interface Deps {
@@ -29,6 +35,8 @@ export interface Deps {
   metrics: ApiMetrics;
   clock: Clock;
   options: ResolvedAppOptions;
+  /** createApp's `streams`: whether this runtime streams, and until when (`{}`: until the client leaves). */
+  streams: StreamSupport | Record<string, never>;
   routes: ReturnType<typeof apiRoutes>;
 }
 

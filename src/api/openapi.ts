@@ -124,26 +124,55 @@ const lastEventId = {
   schema: { type: "string" as const },
 };
 
-/** The SSE stream of a watch: each event is `event: lease`, `id: <revision or "none">`, JSON data. */
+/**
+ * The SSE stream of a watch: `event: lease` messages, `id: <revision or "none">`, JSON data; and,
+ * where the runtime stops every request at a deadline (a Lambda invocation), one `event: end`
+ * just before it, after which the client resumes at once with Last-Event-ID.
+ */
 const watchStream = {
   description:
-    'One "lease" event with the current state, then one per change this server makes or sees, and one when the lease expires unrenewed; keep-alive comments in between. Each event\'s data is a WatchEvent (JSON)',
+    'One "lease" event with the current state, then one per change this server makes or sees, and one when the lease expires unrenewed; keep-alive comments in between. Each "lease" event\'s data is a WatchEvent (JSON). Where the runtime ends every request at a deadline (AWS Lambda: the function\'s timeout), the stream sends one "end" event just before it and closes: reconnect at once with Last-Event-ID, and nothing is missed',
   content: {
     "text/event-stream": {
       // As OpenAPI 3.2's itemSchema and Schemathesis read it: the schema of one event.
       schema: {
-        type: "object" as const,
-        required: ["event", "data"],
-        properties: {
-          event: { type: "string" as const, enum: ["lease"] },
-          id: { type: "string" as const, description: 'The revision, or "none" when the lease never existed' },
-          data: {
-            type: "string" as const,
-            contentMediaType: "application/json",
-            contentSchema: { $ref: "#/components/schemas/WatchEvent" },
+        oneOf: [
+          {
+            type: "object" as const,
+            required: ["event", "data"],
+            properties: {
+              event: { type: "string" as const, enum: ["lease"] },
+              id: { type: "string" as const, description: 'The revision, or "none" when the lease never existed' },
+              data: {
+                type: "string" as const,
+                contentMediaType: "application/json",
+                contentSchema: { $ref: "#/components/schemas/WatchEvent" },
+              },
+              retry: { type: "integer" as const, minimum: 0 },
+            },
           },
-          retry: { type: "integer" as const, minimum: 0 },
-        },
+          {
+            type: "object" as const,
+            required: ["event", "data"],
+            properties: {
+              event: { type: "string" as const, enum: ["end"] },
+              data: {
+                type: "string" as const,
+                contentMediaType: "application/json",
+                contentSchema: {
+                  type: "object" as const,
+                  required: ["reason"],
+                  properties: {
+                    reason: {
+                      type: "string" as const,
+                      description: "Why the server ends the stream, for logs: resume with Last-Event-ID",
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
       },
     },
   },
@@ -352,6 +381,9 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         ...overLimit("watchStreamsPerToken"),
         500: failures[500],
+        501: problem(
+          "`streaming-unavailable`: this deployment answers buffered (a Lambda function behind API Gateway's HTTP API, or its Function URL in BUFFERED mode); the detail says how to enable streams",
+        ),
         503: problem(
           "Store unavailable (retry after Retry-After), or `over-capacity`: this server serves watchStreams streams already (`bound`)",
           retryAfter,

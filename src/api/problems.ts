@@ -26,6 +26,7 @@ const kinds = {
   "precondition-required": [428, "If-Match or If-None-Match required"],
   "over-limit": [429, "Over a bound of this server"],
   "over-capacity": [503, "Server at a bound of its capacity"],
+  "streaming-unavailable": [501, "Streams not served by this deployment"],
   corrupt: [500, "Stored record is unreadable"],
   "store-unavailable": [503, "Store unavailable or outcome unknown"],
   internal: [500, "Internal error"],

@@ -3,7 +3,7 @@
  * every record it reads is published. While a lease has at least one stream, the hub follows it
  * once, however many streams there are (docs/design.md §5, "Watch across replicas"):
  * - a store that pushes (`watch`: memory, Durable Objects, the HTTP store) gets one push feed per
- *   watched lease;
+ *   watched lease (and a read per interval while its push is broken);
  * - any other store is re-read by one poller for every watched lease at once: every `pollMs` it
  *   reads them all in requests of READ_BATCH names (the store's `getMany`: one DynamoDB
  *   BatchGetItem, one SQL `SELECT ... IN`; bounded parallel `get`s for a store without it), a few
@@ -81,16 +81,24 @@ export class WatchHub {
     };
   }
 
-  /** One lease's push feed; a broken push is opened again after a pause. */
+  /**
+   * One lease's push feed. A push that breaks or ends is opened again after a pause and one read,
+   * so a push that keeps failing (an API behind the HTTP store that cannot stream) still leaves
+   * one read per interval.
+   */
   private async push(name: string, signal: AbortSignal): Promise<void> {
     const watch = this.store.watch!;
     while (!signal.aborted) {
       try {
         for await (const stored of watch.call(this.store, name, signal)) this.publish(name, stored);
       } catch {
-        // Retried after the pause; the streams stay open.
+        // Opened again after the pause; the streams stay open.
       }
-      if (!signal.aborted) await this.clock.sleep(this.pollMs, signal);
+      if (signal.aborted) return;
+      await this.clock.sleep(this.pollMs, signal);
+      if (signal.aborted) return;
+      const stored = await this.store.get(name, { signal }).catch(() => undefined);
+      if (stored !== undefined) this.publish(name, stored);
     }
   }
 

@@ -249,8 +249,9 @@ export class LeaseholdClient {
   /**
    * Server-Sent Events of one lease: the current state first, then each change. A dropped
    * connection is resumed with `Last-Event-ID` (the revision last seen), so the server sends only
-   * what changed since; after a few failed reconnects in a row the iteration throws. An HTTP
-   * error answer (401, 403, 404, ...) throws at once.
+   * what changed since; after a few failed reconnects in a row the iteration throws. A stream the
+   * server ends on purpose (an "end" event: a Lambda invocation's deadline) is resumed at once and
+   * never counts as a failure. An HTTP error answer (401, 403, 404, 501, ...) throws at once.
    */
   async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEvent> {
     let lastEventId: string | undefined;
@@ -272,9 +273,12 @@ export class LeaseholdClient {
       }
       if (!res.ok || !res.body) throw await this.failure(res);
       let received = false;
+      let ended = false;
       let error: unknown;
       try {
         for await (const message of readSse(res.body)) {
+          // The server ends the stream on purpose (a Lambda invocation's deadline): resume at once.
+          if (message.event === "end") ended = true;
           if (message.event !== "lease") continue;
           const event = JSON.parse(message.data) as { lease: unknown; free: boolean };
           if (message.id !== undefined) lastEventId = message.id;
@@ -286,6 +290,10 @@ export class LeaseholdClient {
         error = cause;
       }
       if (signal.aborted) return;
+      if (ended && error === undefined) {
+        failures = 0;
+        continue;
+      }
       // A stream that ends or breaks after delivering is resumed; one that never delivers counts.
       if (!received && ++failures > WATCH_RECONNECTS) {
         throw (

@@ -152,8 +152,9 @@ const NO_LISTENER: Partial<Record<Entry, string>> = {
   lambda: "a Lambda function does not listen on a port: API Gateway or its Function URL invokes it",
   worker: "a Worker does not listen on a port: Cloudflare routes requests to it",
 };
-const NO_STREAMING =
-  "watch streams need response streaming, which the buffered Lambda integration lacks (serve /watch from Node or Workers)";
+/** Why the per-instance stream bounds mean nothing on Lambda. */
+const ONE_REQUEST_PER_INSTANCE =
+  "a Lambda instance serves one request at a time, so it holds at most one stream: bound streams with the function's reserved concurrency";
 
 /** Where a variable cannot work, and why: setting it there is refused with this reason. */
 export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, string>>>> = {
@@ -164,10 +165,8 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
       "each Lambda instance would have its own SQLite file, so two instances could elect two leaders; use LEASEHOLD_STORE=dynamodb://TABLE",
     worker: "a Worker has no filesystem; leases live in Durable Objects (LEASES) or in DynamoDB (LEASEHOLD_STORE)",
   },
-  LEASEHOLD_WATCH_POLL_MS: { lambda: NO_STREAMING },
-  LEASEHOLD_HEARTBEAT_MS: { lambda: NO_STREAMING },
-  LEASEHOLD_WATCH_STREAMS: { lambda: NO_STREAMING },
-  LEASEHOLD_WATCH_STREAMS_PER_TOKEN: { lambda: NO_STREAMING },
+  LEASEHOLD_WATCH_STREAMS: { lambda: ONE_REQUEST_PER_INSTANCE },
+  LEASEHOLD_WATCH_STREAMS_PER_TOKEN: { lambda: ONE_REQUEST_PER_INSTANCE },
   ...Object.fromEntries(Object.values(LISTENER_VARIABLES).map((name) => [name, NO_NODE_LISTENER])),
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
@@ -211,7 +210,7 @@ export interface ServerConfig {
   store: StoreChoice;
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
-  app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number; limits: ApiLimits };
+  app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; limits: ApiLimits };
   /** `npm start` and `leasehold serve`: the Node listener's bounds. */
   listener?: ListenerLimits;
   /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
@@ -347,11 +346,12 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     const value = values[LIMIT_VARIABLES[name]];
     if (value !== undefined) limits[name] = value;
   }
-  const app: ServerConfig["app"] = { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default, limits };
-  if (entry !== "lambda") {
-    app.watchPollMs = v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default;
-    app.heartbeatMs = v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default;
-  }
+  const app: ServerConfig["app"] = {
+    maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default,
+    watchPollMs: v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default,
+    heartbeatMs: v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default,
+    limits,
+  };
   const listener = listen
     ? (Object.fromEntries(
         (Object.keys(LISTENER_BOUNDS) as Array<keyof ListenerLimits>).map((n) => [

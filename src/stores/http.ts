@@ -2,7 +2,9 @@
  * A LeaseStore over the leasehold HTTP API, so the same Elector runs against a remote API
  * exactly as against a local store. `put` is the API's raw compare-and-swap (If-Match on the
  * revision; the token needs the verb `cas`); the server stamps `renewedAt` with its own clock.
- * `watch` follows the API's Server-Sent Events, so followers hear of a release without polling.
+ * `watch` follows the API's Server-Sent Events, so followers hear of a release without polling
+ * (against an API that cannot stream, a buffered Lambda integration, it fails once with the API's
+ * 501 and yields nothing after that: the elector polls).
  *
  * Each store has an `instance` (default: a random UUID per HttpStore), sent with every write: the
  * server lets only the instance that took a lease renew or release it, and refuses to give a lease
@@ -129,8 +131,19 @@ export class HttpStore implements LeaseStore {
   }
 
   async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
-    for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
+    // The API said once that it cannot stream (501: a buffered Lambda integration): its callers
+    // poll instead, and are not told again at every retry.
+    if (this.streamsRefused) return;
+    try {
+      for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
+    } catch (error) {
+      if (error instanceof LeaseholdApiError && error.status === 501) this.streamsRefused = true;
+      throw error;
+    }
   }
+
+  /** Set once the API answered a watch 501 (it cannot stream). */
+  private streamsRefused = false;
 
   /**
    * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied.

@@ -1,9 +1,11 @@
 /**
  * The leasehold API on AWS: a DynamoDB table (one item per lease, string partition key `pk`,
  * on-demand, point-in-time recovery, retained on stack deletion) or, with `store: "s3"`, an S3
- * bucket (one object per lease under `leases/`, see below), a Lambda function on Node 20
+ * bucket (one object per lease under `leases/`, see below), a Lambda function on Node 22
  * serving the API's Lambda entry (src/runtime/lambda.ts, bundled by lib/bundle.ts into `codeDir`), a
- * Function URL in front of it, and a role that can do exactly what the DynamoDB store does
+ * Function URL in front of it that streams responses (InvokeMode RESPONSE_STREAM, handler
+ * `index.streamingHandler`, so /watch streams deliver each change as it happens; each stream ends
+ * itself before the function's timeout, 15 minutes by default, and its client resumes), and a role that can do exactly what the DynamoDB store does
  * (GetItem, BatchGetItem, PutItem, Scan on this table) and write its own log group, nothing else.
  *
  * Auth: with `authType: "NONE"` (the default) the URL is public and the app checks bearer tokens
@@ -31,9 +33,15 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
 import { readServerConfig } from "../../../src/runtime/config.js";
+import { STREAM_MARGIN_MS } from "../../../src/runtime/lambda.js";
 
 /** The DynamoDB calls DynamoDbStore makes: reads (one and in batches), conditional puts, and the Scan behind `list`. */
-export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:Scan"] as const;
+export const STORE_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:BatchGetItem",
+  "dynamodb:PutItem",
+  "dynamodb:Scan",
+] as const;
 
 /** The S3 object calls S3Store makes (If-Match needs GetObject as well as PutObject). */
 export const S3_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject"] as const;
@@ -61,6 +69,13 @@ export interface LeaseholdStackProps extends StackProps {
    * targets Node 20, the project's floor, so it runs on all three).
    */
   nodeVersion?: 20 | 22 | 24;
+  /**
+   * The function's timeout, which is also how long one watch stream lasts before it ends itself
+   * and its client resumes (docs: README, "Watch streams on Lambda"). Default 900 s, Lambda's
+   * most: a stream bills duration while it is open however long it lasts, and fewer reconnects
+   * cost fewer invocations and reads. Other requests end in milliseconds either way.
+   */
+  timeoutSeconds?: number;
   /** How long the function's logs are kept. Default one month. */
   logRetention?: logs.RetentionDays;
 }
@@ -82,6 +97,12 @@ export class LeaseholdStack extends Stack {
       );
     }
 
+    const timeout = props.timeoutSeconds ?? 900;
+    if (!Number.isInteger(timeout) || timeout < 10 || timeout > 900) {
+      throw new Error(
+        `timeoutSeconds: expected a whole number of seconds 10-900 (Lambda's most), got ${timeout}: a watch stream ends ${STREAM_MARGIN_MS / 1000} s before it`,
+      );
+    }
     const storeKind = props.store ?? "dynamodb";
     if (storeKind === "s3" && props.ttlAttribute) {
       throw new Error("ttlAttribute applies to the DynamoDB table only; S3 lease objects are never expired");
@@ -157,10 +178,11 @@ export class LeaseholdStack extends Stack {
     this.function = new lambda.Function(this, "Api", {
       runtime: RUNTIMES[props.nodeVersion ?? 22],
       architecture: lambda.Architecture.ARM_64,
-      handler: "index.handler",
+      // The streaming handler: the Function URL below invokes it with RESPONSE_STREAM.
+      handler: "index.streamingHandler",
       code: lambda.Code.fromAsset(props.codeDir),
       memorySize: 256,
-      timeout: Duration.seconds(30),
+      timeout: Duration.seconds(timeout),
       role,
       logGroup,
       environment,
@@ -169,6 +191,7 @@ export class LeaseholdStack extends Stack {
 
     this.url = this.function.addFunctionUrl({
       authType: authType === "AWS_IAM" ? lambda.FunctionUrlAuthType.AWS_IAM : lambda.FunctionUrlAuthType.NONE,
+      invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
     });
 
     new CfnOutput(this, "ApiUrl", { value: this.url.url, description: "Base URL of the leasehold API" });

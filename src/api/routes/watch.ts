@@ -5,7 +5,10 @@
  * sharded group is held while its owner's session lives, so its stream also follows that session
  * record: a renewal keeps it held, a leave or an expiry frees it. Streams are bounded per token
  * and in total (src/api/limits.ts), counted from before the first read to the stream's end.
- * Runtime-neutral.
+ * Where the runtime cannot stream (createApp's `streams.unavailable`: a buffered Lambda
+ * integration) the route answers 501 saying how to enable streaming; where it stops every request
+ * at a deadline (`streams.timeLeft`: a Lambda invocation) the stream ends itself just before with
+ * an "end" event, and the client resumes with Last-Event-ID. Runtime-neutral.
  */
 
 import type { Context } from "hono";
@@ -16,6 +19,7 @@ import type { Api, Deps, Env } from "../context.js";
 import { groupShape } from "../group-records.js";
 import { EVERYONE } from "../limits.js";
 import { scoped } from "../middleware.js";
+import { ProblemError } from "../problems.js";
 import { leaseName } from "./leases.js";
 
 /** A bucket's owner session record, followed through the hub. */
@@ -26,10 +30,11 @@ interface Followed {
 }
 
 export function registerWatchRoute(app: Api, deps: Deps): void {
-  const { routes, service, hub, watchers, metrics, clock, options } = deps;
+  const { routes, service, hub, watchers, metrics, clock, options, streams } = deps;
   app.openAPIRegistry.registerPath(routes.watch);
   app.get("/v1/leases/:name/watch", scoped(deps, "read", leaseName), async (c: Context<Env>) => {
     const name = leaseName(c);
+    if ("unavailable" in streams) throw new ProblemError("streaming-unavailable", streams.unavailable);
     // HEAD: the headers a GET would send, without opening a stream nobody will read.
     if (c.req.method === "HEAD") {
       await service.get(name);
@@ -52,9 +57,13 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
     const shape = groupShape(name);
     // The group of a bucket name, whose owner's session record the stream also follows.
     const bucketOf = shape?.kind === "bucket" ? shape.group : undefined;
+    // How long this stream may run where the runtime ends every request at a deadline.
+    const timeLeft = "timeLeft" in streams ? Math.max(0, streams.timeLeft(c)) : undefined;
     return streamSSE(c, async (stream) => {
       const done = new AbortController();
       stream.onAbort(() => done.abort());
+      const ending = new AbortController();
+      if (timeLeft !== undefined) void clock.sleep(timeLeft, done.signal).then(() => ending.abort());
       let current = first;
       let sent: string | undefined;
       let expiry = new AbortController();
@@ -121,9 +130,15 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
       try {
         update();
         await queue;
-        while (!done.signal.aborted) {
-          await clock.sleep(options.heartbeatMs, done.signal);
-          if (!done.signal.aborted) await stream.write(": keep-alive\n\n");
+        const stop = AbortSignal.any([done.signal, ending.signal]);
+        while (!stop.aborted) {
+          await clock.sleep(options.heartbeatMs, stop);
+          if (!stop.aborted) await stream.write(": keep-alive\n\n");
+        }
+        if (ending.signal.aborted && !done.signal.aborted) {
+          await queue;
+          const reason = "the runtime ends this request soon: resume with Last-Event-ID";
+          await stream.writeSSE({ event: "end", data: JSON.stringify({ reason }) });
         }
       } finally {
         unsubscribe();
