@@ -478,6 +478,47 @@ describe("watch (Server-Sent Events)", () => {
   });
 });
 
+describe("watch where the runtime ends every request at a deadline (streams.timeLeft, as on Lambda)", () => {
+  it("each stream ends with an end event; the client resumes at once with Last-Event-ID, never counting it a failure, and misses nothing", async () => {
+    const shared = new MemoryStore();
+    const opened: number[] = [];
+    // Every stream may run 30 ms: far more ends than the client's reconnect budget (3) while nothing changes.
+    const short = inProcessApi({ store: shared, streams: { timeLeft: () => 30 }, heartbeatMs: 10 });
+    const name = uniqueName("deadline");
+    const writer = short.client(TOKENS.admin);
+    await writer.acquire(name, { holder: "alice", leaseMs: 60_000 });
+    const raw = await short.fetch(`${short.url}${path(name, "/watch")}`, {
+      headers: { Authorization: `Bearer ${TOKENS.admin}` },
+    });
+    const text = await raw.text();
+    expect(text).toMatch(/^event: lease\n/);
+    expect(text).toContain(
+      'event: end\ndata: {"reason":"the runtime ends this request soon: resume with Last-Event-ID"}',
+    );
+    const stop = new AbortController();
+    const holders: Array<string | null> = [];
+    const counting = inProcessApi({
+      store: shared,
+      streams: {
+        timeLeft: () => {
+          opened.push(1);
+          return 30;
+        },
+      },
+    });
+    const watching = (async () => {
+      for await (const e of counting.client(TOKENS.admin).watch(name, stop.signal)) {
+        holders.push(e.lease?.holder ?? null);
+        if (holders.length === 2) stop.abort();
+      }
+    })();
+    await waitFor(() => opened.length >= 8);
+    await writer.release(name, { holder: "alice", term: 1 });
+    await watching;
+    expect(holders).toEqual(["alice", null]);
+  });
+});
+
 describe("service routes", () => {
   it("/healthz, /metrics, /openapi.json", async () => {
     expect((await call("GET", "/healthz", undefined, { token: null })).body).toEqual({ ok: true });
