@@ -4,7 +4,7 @@
  * compilers). Each piece is the same installer the tests call on first use, so running this is
  * optional on a developer's machine: fake-gcs-server, versitygw and oapi-codegen with Go, the
  * generated Go client's module dependencies, Schemathesis and mfusepy in virtualenvs, and the AWS
- * Lambda Node.js runtime interface client (a native build).
+ * Lambda Node.js runtime interface client (a native build), and nginx (Debian's package, extracted).
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -13,6 +13,7 @@ import { versitygwProgram } from "./servers/versitygw.server.js";
 import { goClientDir, oapiCodegen } from "./support/go-client.js";
 import { installGoProgram } from "./support/go-install.js";
 import { installLambdaRic } from "./support/lambda-ric.js";
+import { installNginx } from "./support/nginx.js";
 import { installPowerLossFs } from "./support/power-loss-fs.js";
 import { installSchemathesis } from "./support/schemathesis.js";
 
@@ -32,3 +33,4 @@ await timed("the Go client's modules", () => run("go", ["mod", "download"], { cw
 await timed("Schemathesis", installSchemathesis);
 await timed("mfusepy (the power-loss file system)", installPowerLossFs);
 await timed("aws-lambda-ric (the Lambda Node.js runtime)", installLambdaRic);
+await timed("nginx (key-affinity routing)", installNginx);

@@ -83,7 +83,12 @@ export async function startNginx(upstreams: string[]): Promise<RunningNginx> {
         .replace(/(?:^( *)server 10\.0\.0\.\d+:8787 (.*)\n)+/m, (_all, indent: string, options: string) =>
           upstreams.map((u) => `${indent}server ${u} ${options}\n`).join(""),
         )
-        .replace(/^( *)listen 8080;$/m, `$1listen 127.0.0.1:${p};`);
+        .replace(/^( *)listen 8080;$/m, `$1listen 127.0.0.1:${p};`)
+        // Debian's build keeps its temporary files and logs under /var: this instance's own folder instead.
+        .replace(
+          /^http \{$/m,
+          `http {\n${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `  ${t}_temp_path ${join(prefix, t)};`).join("\n")}\n  access_log off;`,
+        );
       writeFileSync(join(prefix, "nginx.conf"), config);
       const args = [
         "-p",
