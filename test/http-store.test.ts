@@ -8,6 +8,7 @@ import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
+import { inProcessApi } from "./support/in-process-api.js";
 import { SwitchableClock } from "./support/switchable-clock.js";
 
 // The server judges expiry by this clock: the real one, or the elector contract's manual clock.
@@ -161,5 +162,42 @@ describe("http store: follower cost with a live watch", () => {
     expect(follower.current).toMatchObject({ isLeader: false, holder: "leader" });
     await follower.stop();
     await leader.stop();
+  });
+});
+
+describe("http store: an API that cannot stream (a buffered Lambda integration)", () => {
+  it("watch fails once with the API's 501, then yields nothing without asking again; an elector over it takes over by polling", async () => {
+    const buffered = inProcessApi({ streams: { unavailable: "this function answers buffered" } });
+    const watches: string[] = [];
+    const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.endsWith("/watch")) watches.push(url);
+      return buffered.fetch(input, init);
+    }) as typeof globalThis.fetch;
+    const store = new HttpStore({ baseUrl: buffered.url, token: TOKENS.admin, fetch });
+    const name = uniqueName("buffered");
+    const first = await (async () => {
+      for await (const _ of store.watch(name, new AbortController().signal)) return undefined;
+    })().catch((error: unknown) => error);
+    expect(first).toMatchObject({ status: 501, problem: { detail: "this function answers buffered" } });
+    for await (const _ of store.watch(name, new AbortController().signal)) throw new Error("expected nothing");
+    expect(watches).toHaveLength(1);
+
+    const common = { name, leaseMs: 1000, renewMs: 300, retryMs: 100, jitter: 0 };
+    const leader = new Elector({
+      ...common,
+      store: new HttpStore({ baseUrl: buffered.url, token: TOKENS.admin, fetch }),
+      identity: "a",
+    });
+    const follower = new Elector({ ...common, store, identity: "b" });
+    await new Promise((resolve) => {
+      leader.on("elected", resolve);
+      leader.start();
+    });
+    const taken = new Promise<{ term: number }>((resolve) => follower.on("elected", resolve));
+    follower.start();
+    await leader.stop();
+    expect(await taken).toMatchObject({ term: 2 });
+    await follower.stop();
   });
 });
