@@ -9,9 +9,10 @@
  * Debian. About 1.5 minutes on two busy cores.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { installFolder } from "./cache-folder.js";
 
 const run = promisify(execFile);
 const projectRoot = resolve(import.meta.dirname, "../..");
@@ -30,9 +31,7 @@ export async function installLambdaRic(): Promise<string> {
       `building aws-lambda-ric ${LAMBDA_RIC_VERSION} needs ${missing.join(", ")}: apt-get install -y cmake make g++ autoconf automake libtool (.ci/run does)`,
     );
   }
-  mkdirSync(join(dir, ".."), { recursive: true });
-  const staging = mkdtempSync(join(dir, "../.install-"));
-  try {
+  await installFolder(dir, async (staging) => {
     // npm runs a dependency's install scripts (here: the native build) only when allowed.
     writeFileSync(
       join(staging, "package.json"),
@@ -51,14 +50,6 @@ export async function installLambdaRic(): Promise<string> {
         `aws-lambda-ric ${LAMBDA_RIC_VERSION} installed without its native client (were its scripts run?)`,
       );
     }
-    try {
-      renameSync(staging, dir);
-    } catch (error) {
-      // Another run installed it first: theirs is as good as ours.
-      if (!existsSync(dir)) throw error;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+  });
   return bin;
 }

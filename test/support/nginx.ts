@@ -5,21 +5,13 @@
  * the foreground on a free loopback port with the example configuration, its upstream servers
  * replaced by the test's replicas.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { type ChildProcess, execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { startOnFreePort, stopProcess } from "./server-process.js";
+import { installFolder } from "./cache-folder.js";
+import { spawnCapturing, startOnFreePort, stopProcess } from "./server-process.js";
 
 const run = promisify(execFile);
 const projectRoot = resolve(import.meta.dirname, "../..");
@@ -32,9 +24,7 @@ export async function installNginx(): Promise<string> {
   const dir = join(projectRoot, ".cache", "nginx", NGINX_VERSION);
   const binary = join(dir, "usr", "sbin", "nginx");
   if (existsSync(binary)) return binary;
-  mkdirSync(join(dir, ".."), { recursive: true });
-  const staging = mkdtempSync(join(dir, "../.install-"));
-  try {
+  await installFolder(dir, async (staging) => {
     const download = () => run("apt-get", ["download", "nginx"], { cwd: staging });
     // A fresh machine may have no package lists yet.
     await download().catch(async () => {
@@ -42,24 +32,18 @@ export async function installNginx(): Promise<string> {
       await download();
     });
     const deb = readdirSync(staging).find((f) => f.startsWith(`nginx_${NGINX_VERSION}`) && f.endsWith(".deb"));
-    if (!deb)
+    if (!deb) {
       throw new Error(
         `apt-get download nginx did not fetch nginx ${NGINX_VERSION}: ${readdirSync(staging).join(", ")}`,
       );
+    }
     await run("dpkg-deb", ["-x", join(staging, deb), staging]);
     rmSync(join(staging, deb));
-    try {
-      renameSync(staging, dir);
-    } catch (error) {
-      if (!existsSync(dir)) throw error;
-    }
-  } catch (error) {
+  }).catch((error: unknown) => {
     throw new Error(`installing nginx ${NGINX_VERSION} from Debian failed: ${(error as Error).message}`, {
       cause: error,
     });
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+  });
   return binary;
 }
 
@@ -98,14 +82,8 @@ export async function startNginx(upstreams: string[]): Promise<RunningNginx> {
         "-g",
         `daemon off; pid ${join(prefix, "nginx.pid")};`,
       ];
-      const spawned = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
-      let output = "";
-      const keep = (chunk: Buffer) => {
-        output = (output + chunk.toString()).slice(-8192);
-      };
-      spawned.stdout?.on("data", keep);
-      spawned.stderr?.on("data", keep);
-      return { child: spawned, output: () => `${output}${readLog(prefix)}` };
+      const { child: spawned, output } = spawnCapturing(binary, args);
+      return { child: spawned, output: () => `${output()}${readLog(prefix)}` };
     },
     async (p) => (await fetch(`http://127.0.0.1:${p}/healthz`)).status > 0,
   );

@@ -7,9 +7,10 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { installFolder } from "./cache-folder.js";
 
 const run = promisify(execFile);
 const projectRoot = resolve(import.meta.dirname, "../..");
@@ -35,9 +36,7 @@ export async function installPythonTool(tool: PythonTool): Promise<string> {
   const python = join(dir, "bin/python");
   if (existsSync(dir)) return python;
   const system = await findPython(tool);
-  mkdirSync(join(dir, ".."), { recursive: true });
-  const staging = mkdtempSync(join(dir, "../.install-"));
-  try {
+  await installFolder(dir, async (staging) => {
     const pip = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", tool.requirements];
     for (const [file, ...args] of [
       [system, "-m", "venv", staging],
@@ -51,15 +50,7 @@ export async function installPythonTool(tool: PythonTool): Promise<string> {
         },
       );
     }
-    try {
-      renameSync(staging, dir);
-    } catch (error) {
-      // Another run installed it first: theirs is as good as ours.
-      if (!existsSync(dir)) throw error;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+  });
   return python;
 }
 
