@@ -15,6 +15,7 @@
  * streams are never written (a batch read costs the same for a missing key).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Elector } from "../src/elector.js";
@@ -177,7 +178,10 @@ class Streams {
   private readonly stop = new AbortController();
   private open = 0;
 
-  constructor(private readonly url: string) {}
+  constructor(private readonly url: string) {
+    // One signal ends every stream: one listener per stream on it is expected, not a leak.
+    setMaxListeners(20_000, this.stop.signal);
+  }
 
   /** Opens streams until `total` are open. */
   async grow(total: number): Promise<void> {
