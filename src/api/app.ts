@@ -16,6 +16,7 @@ import type { LeaseStore, Stored } from "../lease.js";
 import { UNPAIRED_SURROGATE, validateName, validatePrefix, zodIssues } from "../lease.js";
 import { validateGroup, validateMemberId } from "../sharding/layout.js";
 import { type AuthConfig, Authorizer, type Principal, type Verb } from "./auth.js";
+import { type ConsoleOptions, registerConsole } from "./console/index.js";
 import { LeaseService, toView } from "./lease-service.js";
 import { type ApiLogger, failureFields, silentLogger } from "./log.js";
 import { methodNotAllowed } from "./methods.js";
@@ -56,6 +57,8 @@ export interface AppOptions {
    * (src/api/log.ts). Default: none; the runtimes pass one (LEASEHOLD_LOG picks its format).
    */
   log?: ApiLogger;
+  /** The console at /ui and the change log behind it (src/api/console/, docs/console.md). */
+  console?: ConsoleOptions;
 }
 
 type Env = { Variables: { route: string; principal: Principal } };
@@ -279,6 +282,16 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
         done.abort();
       }
     });
+  });
+
+  registerConsole(app, {
+    options: options.console,
+    service,
+    hub,
+    clock,
+    allowed,
+    secured: auth.secured,
+    settings: { maxSkewMs, watchPollMs, heartbeatMs, listLimit },
   });
 
   app.openAPIRegistry.registerPath(routes.health);

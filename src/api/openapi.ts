@@ -34,14 +34,14 @@ import { PROBLEM_TYPE } from "./problems.js";
 
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
   description,
 });
 
 type HeaderObjects = Record<string, { description: string; required: boolean; schema: Record<string, unknown> }>;
 
-const problem = (description: string, headers?: HeaderObjects) => ({
+export const problem = (description: string, headers?: HeaderObjects) => ({
   content: { [PROBLEM_TYPE]: { schema: Problem } },
   description,
   ...(headers ? { headers } : {}),
@@ -63,7 +63,7 @@ const etag: HeaderObjects = {
   },
 };
 
-const retryAfter: HeaderObjects = {
+export const retryAfter: HeaderObjects = {
   "Retry-After": {
     description: "Seconds to wait before retrying",
     required: true,
@@ -130,8 +130,12 @@ const watchStream = {
   },
 };
 
-/** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
-export function apiRoutes(secured: boolean) {
+/**
+ * What every operation of a server that requires tokens (`secured`) or not shares: its security
+ * requirement (`security` for /v1, `open` for the service routes) and the answers any /v1 route
+ * may give (401/403 with tokens, 400, 500, 503).
+ */
+export function commonParts(secured: boolean) {
   const security = secured ? { security: [{ bearer: [] }] } : {};
   const open = secured ? { security: [] } : {};
   const auth = secured
@@ -151,6 +155,12 @@ export function apiRoutes(secured: boolean) {
     503: problem("Store unavailable, or a write's outcome unknown: retry after Retry-After", retryAfter),
   };
   const invalid = problem("Invalid name, body, query or header: `errors` lists each failing field");
+  return { security, open, auth, failures, invalid };
+}
+
+/** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
+export function apiRoutes(secured: boolean) {
+  const { security, open, auth, failures, invalid } = commonParts(secured);
   const withBody = {
     413: problem("Request body larger than the server's limit (4096 bytes by default)"),
     415: problem("Body is not Content-Type: application/json"),

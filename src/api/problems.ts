@@ -19,6 +19,7 @@ const kinds = {
   "payload-too-large": [413, "Request body too large"],
   "unsupported-media-type": [415, "Expected application/json"],
   "precondition-required": [428, "If-Match or If-None-Match required"],
+  "too-many-streams": [429, "Too many open streams"],
   corrupt: [500, "Stored record is unreadable"],
   "store-unavailable": [503, "Store unavailable or outcome unknown"],
   internal: [500, "Internal error"],
