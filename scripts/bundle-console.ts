@@ -21,14 +21,14 @@ async function bundle(entry: string, loader: "ts" | "css"): Promise<string> {
     bundle: true,
     minify: true,
     write: false,
-    format: loader === "ts" ? "esm" : undefined,
+    ...(loader === "ts" ? { format: "esm" as const } : {}),
     platform: "browser",
     target: ["es2022", "chrome110", "firefox110", "safari16"],
     legalComments: "none",
     charset: "utf8",
     logLevel: "error",
   });
-  const out = result.outputFiles[0];
+  const out = result.outputFiles?.[0];
   if (!out) throw new Error(`esbuild produced nothing for ${entry}`);
   return out.text;
 }

@@ -65,6 +65,9 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_MAX_SKEW_MS: { value: "2500", check: (c) => expect(c.app.maxSkewMs).toBe(2500) },
   LEASEHOLD_WATCH_POLL_MS: { value: "250", check: (c) => expect(c.app.watchPollMs).toBe(250) },
   LEASEHOLD_HEARTBEAT_MS: { value: "5000", check: (c) => expect(c.app.heartbeatMs).toBe(5000) },
+  LEASEHOLD_CONSOLE: { value: "0", check: (c) => expect(c.console.ui).toBe(false) },
+  LEASEHOLD_HISTORY_TERMS: { value: "7", check: (c) => expect(c.console.historyTerms).toBe(7) },
+  LEASEHOLD_HISTORY_LEASES: { value: "300", check: (c) => expect(c.console.historyLeases).toBe(300) },
   LEASEHOLD_TOKEN: { value: "client-token", check: (c) => expect(c.storeEnv.LEASEHOLD_TOKEN).toBe("client-token") },
   AWS_REGION: { value: "ap-south-1", check: (c) => expect(c.storeEnv.AWS_REGION).toBe("ap-south-1") },
   AWS_DEFAULT_REGION: {

@@ -21,6 +21,7 @@
  */
 
 import { z } from "zod";
+import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../api/console/options.js";
 import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
@@ -70,6 +71,10 @@ export const serverFields = {
   LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
   LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
   LEASEHOLD_LOG: envChoice(["text", "json"]),
+  // The console (src/api/console/, docs/console.md): the page at /ui and the change log behind it.
+  LEASEHOLD_CONSOLE: envChoice(["1", "0"], " (0 turns the console at /ui off)"),
+  LEASEHOLD_HISTORY_TERMS: envWholeNumber(CONSOLE_BOUNDS.historyTerms),
+  LEASEHOLD_HISTORY_LEASES: envWholeNumber(CONSOLE_BOUNDS.historyLeases),
   /** Defaults the store URL takes from the environment (see openStore). */
   LEASEHOLD_TOKEN: envText,
   AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
@@ -109,6 +114,7 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
   },
   LEASEHOLD_WATCH_POLL_MS: { lambda: NO_STREAMING },
   LEASEHOLD_HEARTBEAT_MS: { lambda: NO_STREAMING },
+  LEASEHOLD_CONSOLE: { lambda: `the console lives on its streams: ${NO_STREAMING}` },
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
   },
@@ -152,6 +158,8 @@ export interface ServerConfig {
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
   app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number };
+  /** LEASEHOLD_CONSOLE and LEASEHOLD_HISTORY_*: createApp's `console` (off on Lambda: no streams there). */
+  console: ResolvedConsoleOptions;
   /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
   logFormat: LogFormat;
   /** What openStore may take defaults from (region, project, the HTTP store's token). */
@@ -284,12 +292,18 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     app.watchPollMs = v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default;
     app.heartbeatMs = v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default;
   }
+  const consoleOptions: ResolvedConsoleOptions = {
+    ui: entry !== "lambda" && v.LEASEHOLD_CONSOLE !== "0",
+    historyTerms: v.LEASEHOLD_HISTORY_TERMS ?? CONSOLE_BOUNDS.historyTerms.default,
+    historyLeases: v.LEASEHOLD_HISTORY_LEASES ?? CONSOLE_BOUNDS.historyLeases.default,
+  };
   return {
     entry,
     ...(listen ? { listen } : {}),
     store,
     auth: auth.auth,
     app,
+    console: consoleOptions,
     logFormat: v.LEASEHOLD_LOG ?? "text",
     storeEnv,
     ...(awsCredentials ? { awsCredentials } : {}),

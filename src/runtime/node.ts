@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
+import type { ConsoleOptions } from "../api/console/options.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
@@ -32,6 +33,8 @@ export interface ServeOptions {
   clock?: Clock;
   /** The server's operational log (src/api/log.ts). Default: none. */
   log?: ApiLogger;
+  /** The console at /ui and its change log (createApp's `console`). */
+  console?: ConsoleOptions;
 }
 
 export interface RunningServer {
@@ -61,6 +64,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.console === undefined ? {} : { console: options.console }),
   });
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
     const s = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () => resolve(s));
@@ -112,6 +116,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         store,
         port: config.listen.port,
         ...config.app,
+        console: config.console,
         log: logger,
         ...(options.clock ? { clock: options.clock } : {}),
       },
