@@ -50,7 +50,7 @@ export function page(s: PageSettings): string {
     '<link rel="stylesheet" href="ui/console.css">',
     '<script type="module" src="ui/console.js"></script>',
     "</head>",
-    '<body><div id="app"><noscript>The console needs JavaScript: its own script, served from here.</noscript></div></body>',
+    '<body><div id="app"><noscript>The console needs JavaScript (its own script, served from here).</noscript></div></body>',
     "</html>",
     "",
   ].join("\n");
