@@ -208,7 +208,6 @@ describe("the console in Chromium", () => {
     expect(requests.filter((r) => r.url.includes(TOKENS.reader))).toEqual([]);
     expect(requests.some((r) => r.headers.authorization === `Bearer ${TOKENS.reader}`)).toBe(true);
     expect(server.output()).not.toContain(TOKENS.reader);
-    await shoot("leases");
   }, 120_000);
 
   it("shows a takeover on the lease's timeline after the leader process is SIGKILLed", async () => {
@@ -240,6 +239,20 @@ describe("the console in Chromium", () => {
     for (const id of ["m0", "m1", "m2"]) await see(`tr[data-member="${id}"]`, "4 / 4");
     expect(await page.locator('.grid li[data-owner="m2"]').count()).toBe(4);
     await shoot("group");
+
+    // Every lease on the server: the group's records among the others, and the group found.
+    await page.goto(`${server.url}/ui#/`);
+    await see(".groups", "workers/pool");
+    await see('tr[data-name="demo/manual"]', "operator-a");
+    await see("#leases-summary", "records of sharded groups are not listed");
+    expect(await page.locator('tr[data-name="workers/pool/members/m2"]').isHidden()).toBe(true);
+    await shoot("leases");
+    // Listed on request: a bucket's own stamps do not say whether it is held, so its row says where to look.
+    await page.getByLabel("List their records below too").check();
+    await see('tr[data-name="workers/pool/members/m2"]', "held");
+    await see('tr[data-name="workers/pool/buckets/0"]', "see its group");
+    await page.locator('a[href="#/group/workers%2Fpool"]').click();
+    await see("#group-summary", "✓ balanced");
 
     members[2]!.kill("SIGKILL");
     // Expired, then fenced by a live member (which may happen before the page looks).

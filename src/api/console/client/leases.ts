@@ -36,16 +36,27 @@ export function expiry(lease: LeaseView, state: LeaseState): string {
 
 interface Row {
   lease: LeaseView;
+  /** A bucket record of a sharded group: held while its owner's session lives, which its own stamps do not say. */
+  bucket: boolean;
   tr: HTMLTableRowElement;
   cells: Record<"state" | "holder" | "term" | "renewed" | "expires" | "leaseMs" | "meta", HTMLElement>;
 }
 
 export const leasesView: View = (app: App, main: HTMLElement, prefix: string) => {
   const rows = new Map<string, Row>();
+  let lastSnapshot: LeaseSnapshotWire | undefined;
   let maxSkewMs = app.settings.maxSkewMs;
   const tbody = h("tbody");
   const summary = h("p", { class: "note", id: "leases-summary" }, "Loading…");
   const groups = h("div");
+  const showGroups = h("input", { type: "checkbox", id: "show-group-records", "data-key": "show-group-records" });
+  showGroups.addEventListener("change", () => describe(lastSnapshot));
+  /** Groups found in the listing (by their config record). */
+  let found = new Set<string>();
+  const groupOf = (name: string) =>
+    [...found].find(
+      (g) => name === `${g}/config` || name.startsWith(`${g}/members/`) || name.startsWith(`${g}/buckets/`),
+    );
   const input = h("input", { id: "prefix", name: "prefix", value: prefix, autocomplete: "off", spellcheck: "false" });
   const form = h(
     "form",
@@ -83,6 +94,15 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
   );
 
   const tick = (row: Row) => {
+    if (row.bucket) {
+      if (row.cells.state.dataset.state !== "group") {
+        row.cells.state.dataset.state = "group";
+        replace(row.cells.state, h("span", { class: "state group" }, "see its group"));
+      }
+      row.cells.renewed.textContent = ago(row.lease.renewedAt);
+      row.cells.expires.textContent = "with its owner's session";
+      return;
+    }
     const state = stateOf(row.lease, maxSkewMs);
     row.tr.dataset.state = state;
     if (row.cells.state.dataset.state !== state) {
@@ -125,23 +145,41 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
       cells.leaseMs,
       cells.meta,
     );
-    const row: Row = { lease, tr, cells };
+    const row: Row = { lease, tr, cells, bucket: false };
     fill(row, lease);
     return row;
   };
 
   const describe = (snapshot?: LeaseSnapshotWire) => {
-    const count = rows.size;
+    const leases = [...rows.values()].map((r) => r.lease);
+    found = new Set(
+      leases
+        .filter((l) => l.name.endsWith("/config") && l.metadata.buckets !== undefined && l.term === 0)
+        .map((l) => l.name.slice(0, -"/config".length)),
+    );
+    let grouped = 0;
+    for (const row of rows.values()) {
+      const group = groupOf(row.lease.name);
+      if (group !== undefined) grouped++;
+      const bucket = group !== undefined && row.lease.name.startsWith(`${group}/buckets/`);
+      if (bucket !== row.bucket) {
+        row.bucket = bucket;
+        row.cells.state.dataset.state = "";
+        tick(row);
+      }
+      row.tr.hidden = group !== undefined && !showGroups.checked;
+    }
+    const plain = rows.size - grouped;
     const where = prefix ? ` under “${prefix}”` : "";
-    let text = `${count} lease${count === 1 ? "" : "s"}${where}, updated live.`;
-    if (snapshot?.truncated) text += ` Only the first ${snapshot.limit} are shown: narrow the prefix.`;
+    let text = `${plain} lease${plain === 1 ? "" : "s"}${where}, updated live.`;
+    if (grouped > 0) {
+      text += ` ${grouped} records of sharded groups ${showGroups.checked ? "are listed too" : "are not listed"}: a group's page shows their state.`;
+    }
+    if (snapshot?.truncated) text += ` Only the first ${snapshot.limit} records are shown: narrow the prefix.`;
     summary.textContent = text;
-    const found = [...rows.values()]
-      .map((r) => r.lease)
-      .filter((l) => l.name.endsWith("/config") && l.metadata.buckets !== undefined && l.term === 0);
     replace(
       groups,
-      found.length === 0
+      found.size === 0
         ? null
         : h(
             "nav",
@@ -150,16 +188,16 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
             h(
               "ul",
               {},
-              found.map((l) => {
-                const group = l.name.slice(0, -"/config".length);
-                return h(
+              [...found].map((group) =>
+                h(
                   "li",
                   {},
                   h("a", { href: groupLink(group), "data-key": `group:${group}` }, group),
-                  ` (${l.metadata.buckets} buckets)`,
-                );
-              }),
+                  ` (${rows.get(`${group}/config`)?.lease.metadata.buckets} buckets)`,
+                ),
+              ),
             ),
+            h("p", {}, showGroups, h("label", { for: "show-group-records" }, " List their records below too")),
           ),
     );
   };
@@ -173,7 +211,6 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     tbody.insertBefore(row.tr, after ? (rows.get(after)?.tr ?? null) : null);
   };
 
-  let lastSnapshot: LeaseSnapshotWire | undefined;
   app.follow(`v1/watch?prefix=${encodeURIComponent(prefix)}`, false, (message) => {
     if (message.event === "snapshot") {
       const snapshot = JSON.parse(message.data) as LeaseSnapshotWire;
