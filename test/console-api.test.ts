@@ -79,6 +79,7 @@ async function open(app: ReturnType<typeof createApp>, path: string, token: stri
   expect(res.headers.get("content-type")).toContain("text/event-stream");
   const events = readSse(res.body!)[Symbol.asyncIterator]();
   return {
+    // biome-ignore lint/suspicious/noExplicitAny: the tests read the event's JSON field by field
     async next(): Promise<SseMessage & { json: any }> {
       const step = await events.next();
       expect(step.done).toBe(false);
@@ -254,7 +255,11 @@ describe("the console's streams", () => {
     const stream = await open(s.app, `/v1/groups/${encodeURIComponent("g")}/watch`);
     const one = await stream.next();
     expect(one.event).toBe("group");
-    expect(one.json).toMatchObject({ group: "g", now: WALL, status: { config: { buckets: 4, epoch: 1 }, balanced: true } });
+    expect(one.json).toMatchObject({
+      group: "g",
+      now: WALL,
+      status: { config: { buckets: 4, epoch: 1 }, balanced: true },
+    });
     expect(one.json.status.members).toEqual([expect.objectContaining({ id: "m1", state: "live", held: 4, target: 4 })]);
 
     // A second member joins: two buckets are to move, and the stream says so.

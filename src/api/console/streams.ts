@@ -177,7 +177,11 @@ export function watchGroup(c: Context, deps: StreamDeps, group: string, limit: n
         if (!dirty) return out;
         dirty = false;
         const now = deps.clock.wallNow();
-        const status = JSON.stringify(groupStatus(group, [...view.records.values()], now) ?? null);
+        const found = groupStatus(group, [...view.records.values()], now);
+        // Without each member's expiresAt, which every heartbeat moves: a status changes when the group does.
+        const status = JSON.stringify(
+          found ? { ...found, members: found.members.map(({ expiresAt: _, ...m }) => m) } : null,
+        );
         if (status !== last) {
           last = status;
           out.push({ event: "group", data: `{"group":${JSON.stringify(group)},"now":${now},"status":${status}}` });

@@ -107,7 +107,7 @@ export const GroupStatus = z
         target: count("Buckets the balanced assignment gives it"),
         wants: z.array(bucket).meta({ description: "Buckets it asks their owners to hand over" }),
         fencedBy: memberId.nullable(),
-        expiresAt: wall("When its session runs out without a heartbeat").nullable(),
+        // No expiresAt: it moves with every heartbeat, and the stream sends the status only when it changes.
       }),
     ),
     buckets: z.array(

@@ -6,7 +6,7 @@
  */
 import type { GroupStatusWire, GroupWatchEventWire } from "../wire.js";
 import type { App, View } from "./app.js";
-import { at, h, replace, serverSaid } from "./dom.js";
+import { h, replace, serverSaid } from "./dom.js";
 import { leaseLink, prefixLink } from "./leases.js";
 
 /** Distinct owner colours (CSS classes o0..o7), each with text at 4.5:1 or better. */
@@ -89,13 +89,7 @@ export const groupView: View = (app: App, main: HTMLElement, group: string) => {
               h("span", { class: `swatch ${colour.get(m.id)}`, "aria-hidden": "true" }),
               h("a", { href: leaseLink(`${group}/members/${m.id}`), "data-key": `member:${m.id}` }, m.id),
             ),
-            h(
-              "td",
-              {},
-              m.state,
-              m.state === "fenced" && m.fencedBy ? ` by ${m.fencedBy}` : "",
-              m.expiresAt !== null && m.state === "live" ? [" (until ", at(m.expiresAt), ")"] : "",
-            ),
+            h("td", {}, m.state, m.state === "fenced" && m.fencedBy ? ` by ${m.fencedBy}` : ""),
             h("td", {}, String(m.session)),
             h(
               "td",

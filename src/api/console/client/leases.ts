@@ -202,10 +202,22 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     );
   };
 
+  // Renewals arrive many times a second on a busy prefix: the summary and the groups are redrawn at most every 250 ms.
+  let scheduled = false;
+  const soon = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
+      describe(lastSnapshot);
+    }, 250);
+  };
+
   const put = (lease: LeaseView) => {
     const known = rows.get(lease.name);
     if (known) return fill(known, lease);
     const row = newRow(lease);
+    row.tr.hidden = groupOf(lease.name) !== undefined && !showGroups.checked;
     rows.set(lease.name, row);
     const after = [...rows.keys()].sort().find((n) => n > lease.name);
     tbody.insertBefore(row.tr, after ? (rows.get(after)?.tr ?? null) : null);
@@ -224,12 +236,12 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     } else if (message.event === "lease") {
       const { lease } = JSON.parse(message.data) as WatchEventView;
       if (lease) put(lease);
-      describe(lastSnapshot);
+      soon();
     } else if (message.event === "removed") {
       const { name } = JSON.parse(message.data) as { name: string };
       rows.get(name)?.tr.remove();
       rows.delete(name);
-      describe(lastSnapshot);
+      soon();
     } else if (message.event === "problem") {
       summary.textContent = `The server cannot read the store right now (${(JSON.parse(message.data) as { detail: string }).detail}); what is shown may be out of date.`;
     }
