@@ -41,7 +41,14 @@ const page = (type: string, description: string) => ({
 
 export function consoleRoutes(secured: boolean) {
   const { security, open, auth, failures, invalid } = commonParts(secured);
-  const tooMany = problem("Too many console streams are open on this server: retry after Retry-After", retryAfter);
+  // What either stream may answer besides its events.
+  const streamFailures = {
+    400: invalid,
+    ...auth,
+    404: problem("This server's store cannot list leases"),
+    429: problem("Too many console streams are open on this server: retry after Retry-After", retryAfter),
+    ...failures,
+  };
   return {
     history: createRoute({
       method: "get",
@@ -80,11 +87,7 @@ export function consoleRoutes(secured: boolean) {
           removed: "LeaseRemoved",
           problem: "StreamProblem",
         }),
-        400: invalid,
-        ...auth,
-        404: problem("This server's store cannot list leases"),
-        429: tooMany,
-        ...failures,
+        ...streamFailures,
       },
     } satisfies RouteConfig,
     watchGroup: {
@@ -104,11 +107,7 @@ export function consoleRoutes(secured: boolean) {
           group: "GroupWatchEvent",
           problem: "StreamProblem",
         }),
-        400: invalid,
-        ...auth,
-        404: problem("This server's store cannot list leases"),
-        429: tooMany,
-        ...failures,
+        ...streamFailures,
       },
     } satisfies RouteConfig,
     ui: {
