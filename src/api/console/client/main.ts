@@ -43,6 +43,9 @@ replace(
 );
 
 let connection: Connection | undefined;
+/** When the view's stream was last lost (until it is live again), and when it came back. */
+let lostSince: number | undefined;
+let reconnectedAt: number | undefined;
 const drawConnection = () => {
   const c = connection;
   main.classList.toggle("stale", c !== undefined && c.state !== "live");
@@ -80,8 +83,6 @@ const drawConnection = () => {
     replace(banner, h("p", { class: "ok-note" }, "Reconnected at ", at(reconnectedAt), ": the view is current again."));
   } else replace(banner);
 };
-let lostSince: number | undefined;
-let reconnectedAt: number | undefined;
 setInterval(() => {
   if (connection?.state === "disconnected") drawConnection();
 }, 500);
