@@ -214,8 +214,11 @@ describe("the console in Chromium", () => {
     const leader = runLeader(server.url, "worker-a");
     await see('tr[data-name="jobs/nightly"]', "worker-a");
     const follower = runLeader(server.url, "worker-b");
-    await page.locator('a[href="#/lease/jobs%2Fnightly"]').click();
+    // By keyboard: the row's link, Enter; the new view's heading takes the focus.
+    await page.locator('a[href="#/lease/jobs%2Fnightly"]').focus();
+    await page.keyboard.press("Enter");
     await see("h2", "jobs/nightly");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("jobs/nightly");
     await see(".timeline", /term 1\s*—\s*worker-a/);
     await see(".current", "worker-a");
 
