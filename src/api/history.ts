@@ -10,16 +10,16 @@
  * - `taken-over`: the next term began under another holder without a release (at its `acquiredAt`);
  * - `expired`: nothing renewed it and no other holder took it: either the same holder began the
  *   next term, or no newer record has been seen and the server's rule (`renewedAt + leaseMs +
- *   maxSkewMs` passed) says it is free; the instant given is `renewedAt + leaseMs`;
+ *   maxSkewMs` passed) says it is free; the instant given is `renewedAt + leaseMs` (for a bucket of
+ *   a sharded group, judged by its owner's session, as GET does: src/api/group-records.ts);
  * - `unseen`: the next term this server saw is more than one higher: terms ended and began while
  *   it was not looking.
  *
  * Bounded: `terms` entries per lease (older ones are dropped and counted), `leases` leases (the one
- * changed least recently is forgotten first). Reserved metadata is never kept (./console/visible.ts).
+ * changed least recently is forgotten first). Reserved metadata (`leasehold.*`) is never kept.
  * Runtime-neutral.
  */
-import type { Stored } from "../lease.js";
-import { visibleMetadata } from "./console/visible.js";
+import { callerMetadata, type Stored } from "../lease.js";
 
 export type TermEnd =
   | { kind: "released"; at: number }
@@ -71,8 +71,11 @@ export class LeaseHistory {
   constructor(
     private readonly limits: { terms: number; leases: number },
     private readonly wallNow: () => number,
-    /** The server's rule for "no one holds this any more" (LeaseService.isFree). */
-    private readonly isFree: (record: Stored["record"], wallNow: number) => boolean,
+    /**
+     * The server's rule for "no one holds this any more" (LeaseService.isFree; a bucket's owner's
+     * session), and when it stops or stopped being held.
+     */
+    private readonly judge: (stored: Stored) => Promise<{ free: boolean; expiresAt: number }>,
   ) {
     this.since = wallNow();
   }
@@ -100,7 +103,7 @@ export class LeaseHistory {
       } else {
         last.holder = r.holder;
         last.leaseMs = r.leaseMs;
-        last.metadata = visibleMetadata(r.metadata);
+        last.metadata = callerMetadata(r.metadata);
       }
       last.renewedAt = r.renewedAt;
       return;
@@ -117,7 +120,7 @@ export class LeaseHistory {
       acquiredAt: r.acquiredAt,
       renewedAt: r.renewedAt,
       leaseMs: r.leaseMs,
-      metadata: visibleMetadata(r.metadata),
+      metadata: callerMetadata(r.metadata),
       seenAt: this.wallNow(),
       end: r.holder === null ? { kind: "released", at: r.renewedAt } : null,
     });
@@ -127,16 +130,20 @@ export class LeaseHistory {
     }
   }
 
-  /** What this server knows of `name`; the newest term's expiry is judged now, by the server's rule. */
-  read(name: string): LeaseHistoryView {
+  /**
+   * What this server knows of `name`; the newest term's expiry is judged now, by the server's rule
+   * (which reads a bucket's group config and owner's session, as GET does; nothing else is read).
+   */
+  async read(name: string): Promise<LeaseHistoryView> {
     const log = this.logs.get(name);
-    const now = this.wallNow();
     const terms = (log?.terms ?? []).map((t) => ({ ...t, metadata: { ...t.metadata } })).reverse();
     const newest = terms[0];
     if (newest && !newest.end && newest.holder !== null) {
-      const record = { ...newest, name, writeId: "" };
-      if (this.isFree(record, now)) newest.end = { kind: "expired", at: newest.renewedAt + newest.leaseMs };
+      const { seenAt: _, end: __, ...fields } = newest;
+      const state = await this.judge({ record: { ...fields, name, writeId: "-" }, revision: "" });
+      if (state.free) newest.end = { kind: "expired", at: state.expiresAt };
     }
+    const now = this.wallNow();
     return {
       name,
       now,

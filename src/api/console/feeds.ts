@@ -6,10 +6,19 @@
  * hub publishes (this server's writes, reads and pushes) reaches a feed at once through `observe`.
  *
  * A feed keeps at most `limit` records (the first in name order); a stream over a longer prefix is
- * told it is truncated. Runtime-neutral.
+ * told it is truncated.
+ *
+ * A bucket of a sharded group is held while its owner's session lives, not by its own stamps
+ * (src/api/group-records.ts), so a feed keeps each listed bucket's real state as GET reports it,
+ * judged again after every listing and whenever a record of its group changes; a bucket whose
+ * state moved (its owner renewed, left or ran out) is told as changed. The group's config and the
+ * owners' sessions come from the feed's own records when the prefix covers them; otherwise they are
+ * read, once per judgement, as the list route does for a page. Runtime-neutral.
  */
 import type { Clock } from "../../clock.js";
 import type { Stored } from "../../lease.js";
+import { configName, memberName } from "../../sharding/layout.js";
+import { type BucketState, groupShape } from "../group-records.js";
 import { ProblemError } from "../problems.js";
 
 export type FeedEvent =
@@ -22,6 +31,8 @@ export type FeedEvent =
 
 export interface FeedView {
   readonly records: ReadonlyMap<string, Stored>;
+  /** The real state of each listed bucket of a sharded group. */
+  readonly buckets: ReadonlyMap<string, BucketState>;
   readonly truncated: boolean;
 }
 
@@ -31,7 +42,10 @@ interface Feed extends FeedView {
   prefix: string;
   limit: number;
   records: Map<string, Stored>;
+  buckets: Map<string, BucketState>;
   truncated: boolean;
+  /** The judgement of its buckets in progress (one at a time). */
+  judging: Promise<void>;
   /** The first listing is in. */
   loaded: boolean;
   failing: boolean;
@@ -45,6 +59,11 @@ export interface FeedDeps {
   list(prefix: string, limit: number): Promise<Stored[]>;
   /** Hands a record a listing found changed to the hub (which calls `observe` back). */
   publish(name: string, stored: Stored): void;
+  /**
+   * A bucket's real state (GroupRecords.bucketState), `undefined` for any other record; `cache`
+   * holds the records the feed already has, by name, and takes what it reads.
+   */
+  bucketState(stored: Stored, cache: Map<string, Promise<Stored | null>>): Promise<BucketState | undefined>;
   clock: Clock;
   pollMs: number;
 }
@@ -67,7 +86,9 @@ export class PrefixFeeds {
         prefix,
         limit,
         records: new Map(),
+        buckets: new Map(),
         truncated: false,
+        judging: Promise.resolve(),
         loaded: false,
         failing: false,
         listeners: new Set(),
@@ -110,7 +131,48 @@ export class PrefixFeeds {
       if (known?.revision === stored.revision) continue;
       feed.records.set(name, stored);
       this.emit(feed, { kind: "change", stored });
+      // A read that fails here is tried again after the next listing.
+      if (feed.loaded && groupShape(name)) this.judgeSoon(feed).catch(() => undefined);
     }
+  }
+
+  /** Judges the feed's buckets again once the judgement in progress is done. */
+  private judgeSoon(feed: Feed, quiet = false): Promise<void> {
+    const judged = feed.judging.then(() => this.judge(feed, quiet));
+    feed.judging = judged.catch(() => undefined);
+    return judged;
+  }
+
+  /**
+   * The real state of every bucket the feed lists; a bucket whose state moved is told as changed
+   * (unless `quiet`: a snapshot follows). A record the prefix covers is taken from the feed (absent
+   * there: it does not exist); any other is read.
+   */
+  private async judge(feed: Feed, quiet: boolean): Promise<void> {
+    const cache = new Map<string, Promise<Stored | null>>();
+    const covered = (name: string) => name.startsWith(feed.prefix) && !feed.truncated;
+    for (const [name, stored] of feed.records) {
+      const shape = groupShape(name);
+      if (shape?.kind !== "bucket") continue;
+      const related = [configName(shape.group)];
+      if (stored.record.holder !== null) related.push(memberName(shape.group, stored.record.holder));
+      for (const r of related) {
+        if (!cache.has(r) && covered(r)) cache.set(r, Promise.resolve(feed.records.get(r) ?? null));
+      }
+    }
+    const seen = new Set<string>();
+    for (const [name, stored] of [...feed.records]) {
+      if (groupShape(name)?.kind !== "bucket") continue;
+      const state = await this.deps.bucketState(stored, cache);
+      if (feed.records.get(name) !== stored) continue; // changed meanwhile: judged again after this
+      if (state) seen.add(name);
+      const before = feed.buckets.get(name);
+      if (state?.free === before?.free && state?.expiresAt === before?.expiresAt) continue;
+      if (state) feed.buckets.set(name, state);
+      else feed.buckets.delete(name);
+      if (!quiet) this.emit(feed, { kind: "change", stored });
+    }
+    for (const name of feed.buckets.keys()) if (!seen.has(name)) feed.buckets.delete(name);
   }
 
   private emit(feed: Feed, event: FeedEvent): void {
@@ -128,7 +190,9 @@ export class PrefixFeeds {
       feed.failing = false;
       feed.truncated = truncated;
       feed.records = fresh;
+      feed.buckets = new Map();
       for (const [name, stored] of fresh) this.deps.publish(name, stored);
+      await this.judgeSoon(feed, true);
       this.emit(feed, { kind: "snapshot" });
       return;
     }
@@ -138,6 +202,8 @@ export class PrefixFeeds {
     for (const name of [...feed.records.keys()]) {
       if (!fresh.has(name) && feed.records.delete(name)) this.emit(feed, { kind: "removed", name });
     }
+    // Time alone moves a bucket's state (its owner ran out), and an owner outside the prefix is seen only here.
+    await this.judgeSoon(feed);
   }
 
   private async run(feed: Feed): Promise<void> {

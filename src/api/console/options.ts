@@ -18,9 +18,6 @@ export const CONSOLE_BOUNDS = {
   historyLeases: { min: 1, max: 100_000, default: 1000, unit: "a whole number of leases" },
 } as const satisfies Record<string, Bounds>;
 
-/** Console streams (prefix and group watches) open at once on one server; beyond it 429. */
-export const MAX_CONSOLE_STREAMS = 64;
-
 export interface ConsoleOptions {
   /** Serve the console at GET /ui. Default true. The history route and the streams stay either way. */
   ui?: boolean;

@@ -5,7 +5,7 @@
  */
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { ListQuery, MemberParams, NameParam } from "../../http/schemas.js";
-import { commonParts, json, problem, retryAfter } from "../openapi.js";
+import { commonParts, json, problem } from "../openapi.js";
 import { LeaseHistory } from "./wire.js";
 
 /** A stream of several event types: each event's data is the JSON of the component it names. */
@@ -40,14 +40,13 @@ const page = (type: string, description: string) => ({
 });
 
 export function consoleRoutes(secured: boolean) {
-  const { security, open, auth, failures, invalid } = commonParts(secured);
-  // What either stream may answer besides its events.
+  const { security, open, auth, failures, invalid, streamBounds } = commonParts(secured);
+  // What either stream may answer besides its events: as a lease's watch does, and 404.
   const streamFailures = {
     400: invalid,
     ...auth,
     404: problem("This server's store cannot list leases"),
-    429: problem("Too many console streams are open on this server: retry after Retry-After", retryAfter),
-    ...failures,
+    ...streamBounds,
   };
   return {
     history: createRoute({

@@ -2,8 +2,9 @@
  * The console's two streams (docs/console.md): every lease under a prefix, and a sharded group's
  * status. Both ride a shared listing feed (./feeds.ts); each stream keeps only what it has not sent
  * yet, coalesced (the newest record per lease, one "status changed" flag), so a slow reader costs
- * at most one feed's worth of memory, never a queue that grows. At most MAX_CONSOLE_STREAMS are
- * open at once on a server. Runtime-neutral.
+ * at most one feed's worth of memory, never a queue that grows. Each counts towards the watch
+ * streams' bounds, per token and in total (src/api/limits.ts), as a lease's watch does.
+ * Runtime-neutral.
  */
 import type { Context } from "hono";
 import { type SSEMessage, streamSSE } from "hono/streaming";
@@ -11,36 +12,14 @@ import type { Clock } from "../../clock.js";
 import type { LeaseRecord, Stored } from "../../lease.js";
 import { groupStatus } from "../../sharding/group-status.js";
 import { toView } from "../lease-service.js";
-import { ProblemError } from "../problems.js";
 import type { FeedEvent, FeedView, PrefixFeeds } from "./feeds.js";
-import { withVisibleMetadata } from "./visible.js";
-
-export class StreamSlots {
-  private open = 0;
-
-  constructor(private readonly max: number) {}
-
-  /** A slot for one stream, or 429; call the returned function once the stream ends. */
-  take(): () => void {
-    if (this.open >= this.max) {
-      throw new ProblemError(
-        "too-many-streams",
-        `this server has ${this.max} console streams open, its limit: close one or retry later`,
-        { retryAfter: 5 },
-      );
-    }
-    this.open++;
-    let released = false;
-    return () => {
-      if (!released) this.open--;
-      released = true;
-    };
-  }
-}
 
 export interface StreamDeps {
   feeds: PrefixFeeds;
-  slots: StreamSlots;
+  /** Counts one more stream of the request's caller, or throws 429/503 (src/api/context.ts openStream). */
+  open: (c: Context) => () => void;
+  /** Counts a stream that opened (leasehold_watch_streams_total). */
+  opened: () => void;
   clock: Clock;
   heartbeatMs: number;
   maxSkewMs: number;
@@ -50,7 +29,8 @@ export interface StreamDeps {
 /**
  * Opens a feed over `prefix`, builds the stream's source on it, and serves it: the source's
  * messages whenever the feed wakes it, a keep-alive comment when `heartbeatMs` passes in silence.
- * The slot and the feed are taken before the response starts, so a refusal is an HTTP problem.
+ * The stream is counted and the feed taken before the response starts, so a refusal is an HTTP
+ * problem.
  */
 async function serve(
   c: Context,
@@ -65,7 +45,7 @@ async function serve(
     drain: () => SSEMessage[];
   },
 ): Promise<Response> {
-  const release = deps.slots.take();
+  const release = deps.open(c);
   // Set by every feed event; the writer loop drains again before it sleeps when it is set.
   let pending = false;
   let woken: AbortController | undefined;
@@ -81,6 +61,7 @@ async function serve(
     release();
     throw error;
   }
+  deps.opened();
   handle = source(subscription.view, wake);
   const { drain } = handle;
   return streamSSE(c, async (stream) => {
@@ -111,10 +92,11 @@ export function watchLeases(c: Context, deps: StreamDeps, prefix: string, limit:
     let snapshot = true;
     let problem: string | undefined;
     const changed = new Map<string, Stored | null>();
-    const lease = (stored: Stored) => ({
-      lease: withVisibleMetadata(toView(stored)),
-      free: deps.isFree(stored.record),
-    });
+    // As GET and a lease's watch report it: a bucket by its owner's session (./feeds.ts).
+    const lease = (stored: Stored) => {
+      const bucket = view.buckets.get(stored.record.name);
+      return { lease: toView(stored, bucket), free: bucket ? bucket.free : deps.isFree(stored.record) };
+    };
     return {
       onEvent(event) {
         if (event.kind === "tick") return;

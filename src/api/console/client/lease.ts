@@ -6,7 +6,6 @@
  * says when the server has restarted since it was last read.
  */
 import type { LeaseView, WatchEventView } from "../../../http/schemas.js";
-import { visibleMetadata } from "../visible.js";
 import type { HistoryTermWire, LeaseHistoryWire } from "../wire.js";
 import { type App, Refused, type View } from "./app.js";
 import { ago, at, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
@@ -97,7 +96,7 @@ export const leaseView: View = (app: App, main: HTMLElement, name: string) => {
     if (lease === undefined) return replace(current, row("State", "loading…"));
     if (lease === null)
       return replace(current, row("State", "no such lease (yet): it appears here when it is first acquired"));
-    const state = free && lease.holder !== null ? "expired" : stateOf(lease, app.settings.maxSkewMs);
+    const state = stateOf(lease, app.settings.maxSkewMs, free);
     replace(
       current,
       row("State", stateBadge(state)),
@@ -111,7 +110,7 @@ export const leaseView: View = (app: App, main: HTMLElement, name: string) => {
       row("Renewed", at(lease.renewedAt, ago(lease.renewedAt))),
       row("Expires", expiry(lease, state)),
       row("leaseMs", String(lease.leaseMs)),
-      row("Metadata", metadataList(visibleMetadata(lease.metadata))),
+      row("Metadata", metadataList(lease.metadata)),
     );
   };
 

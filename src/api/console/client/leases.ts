@@ -1,10 +1,11 @@
 /**
  * The leases under a prefix, live: one row per lease (holder, term, renewed how long ago, a
  * countdown to expiry, leaseMs, metadata), free and expired ones marked in words and symbols as
- * well as colour, and the sharded groups found among them.
+ * well as colour, and the sharded groups found among them. A group's records are rows like any
+ * other, in the state the server reports (a bucket is held while its owner's session lives, and
+ * expires with it); they can be hidden to see only the plain leases.
  */
 import type { LeaseView, WatchEventView } from "../../../http/schemas.js";
-import { visibleMetadata } from "../visible.js";
 import type { LeaseSnapshotWire } from "../wire.js";
 import type { App, View } from "./app.js";
 import { ago, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
@@ -15,10 +16,14 @@ export const prefixLink = (prefix: string) => (prefix ? `#/?prefix=${encodeURICo
 
 export type LeaseState = "held" | "expired" | "free";
 
-/** The server's rule (docs/design.md §3): free once released, or once renewedAt + leaseMs + maxSkewMs has passed. */
-export function stateOf(lease: LeaseView, maxSkewMs: number): LeaseState {
+/**
+ * The server's rule (docs/design.md §3): free once released, or once expiresAt + maxSkewMs has
+ * passed (expiresAt is renewedAt + leaseMs, or a bucket's owner's session's), or when the server
+ * said so (`free`: a bucket whose owner left or was fenced).
+ */
+export function stateOf(lease: LeaseView, maxSkewMs: number, free = false): LeaseState {
   if (lease.holder === null) return "free";
-  return serverNow() > lease.renewedAt + lease.leaseMs + maxSkewMs ? "expired" : "held";
+  return free || serverNow() > lease.expiresAt + maxSkewMs ? "expired" : "held";
 }
 
 const SYMBOL: Record<LeaseState, string> = { held: "●", expired: "▲", free: "○" };
@@ -36,8 +41,10 @@ export function expiry(lease: LeaseView, state: LeaseState): string {
 
 interface Row {
   lease: LeaseView;
-  /** A bucket record of a sharded group: held while its owner's session lives, which its own stamps do not say. */
-  bucket: boolean;
+  /** What the server said of it: free (by its rule) when sent. */
+  free: boolean;
+  /** A sharded group's config record: never held, it is the group's count and epoch. */
+  config: boolean;
   tr: HTMLTableRowElement;
   cells: Record<"state" | "holder" | "term" | "renewed" | "expires" | "leaseMs" | "meta", HTMLElement>;
 }
@@ -49,8 +56,8 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
   const tbody = h("tbody");
   const summary = h("p", { class: "note", id: "leases-summary" }, "Loading…");
   const groups = h("div");
-  const showGroups = h("input", { type: "checkbox", id: "show-group-records", "data-key": "show-group-records" });
-  showGroups.addEventListener("change", () => describe(lastSnapshot));
+  const hideGroups = h("input", { type: "checkbox", id: "hide-group-records", "data-key": "hide-group-records" });
+  hideGroups.addEventListener("change", () => describe(lastSnapshot));
   /** Groups found in the listing (by their config record). */
   let found = new Set<string>();
   const groupOf = (name: string) =>
@@ -94,16 +101,20 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
   );
 
   const tick = (row: Row) => {
-    if (row.bucket) {
+    if (row.config) {
+      row.tr.dataset.state = "group";
       if (row.cells.state.dataset.state !== "group") {
         row.cells.state.dataset.state = "group";
-        replace(row.cells.state, h("span", { class: "state group" }, "see its group"));
+        replace(
+          row.cells.state,
+          h("span", { class: "state group" }, h("span", { "aria-hidden": "true" }, "◆"), " group config"),
+        );
       }
       row.cells.renewed.textContent = ago(row.lease.renewedAt);
-      row.cells.expires.textContent = "with its owner's session";
+      row.cells.expires.textContent = "—";
       return;
     }
-    const state = stateOf(row.lease, maxSkewMs);
+    const state = stateOf(row.lease, maxSkewMs, row.free);
     row.tr.dataset.state = state;
     if (row.cells.state.dataset.state !== state) {
       row.cells.state.dataset.state = state;
@@ -113,8 +124,9 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     row.cells.expires.textContent = expiry(row.lease, state);
   };
 
-  const fill = (row: Row, lease: LeaseView) => {
-    row.lease = { ...lease, metadata: visibleMetadata(lease.metadata) };
+  const fill = (row: Row, lease: LeaseView, free: boolean) => {
+    row.lease = lease;
+    row.free = free;
     row.cells.holder.textContent = lease.holder ?? "—";
     row.cells.term.textContent = String(lease.term);
     row.cells.leaseMs.textContent = String(lease.leaseMs);
@@ -122,7 +134,7 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     tick(row);
   };
 
-  const newRow = (lease: LeaseView): Row => {
+  const newRow = (lease: LeaseView, free: boolean): Row => {
     const td = () => h("td");
     const cells = {
       state: td(),
@@ -145,8 +157,8 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
       cells.leaseMs,
       cells.meta,
     );
-    const row: Row = { lease, tr, cells, bucket: false };
-    fill(row, lease);
+    const row: Row = { lease, free, tr, cells, config: false };
+    fill(row, lease, free);
     return row;
   };
 
@@ -161,19 +173,21 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     for (const row of rows.values()) {
       const group = groupOf(row.lease.name);
       if (group !== undefined) grouped++;
-      const bucket = group !== undefined && row.lease.name.startsWith(`${group}/buckets/`);
-      if (bucket !== row.bucket) {
-        row.bucket = bucket;
+      const config = group !== undefined && row.lease.name === `${group}/config`;
+      if (config !== row.config) {
+        row.config = config;
         row.cells.state.dataset.state = "";
         tick(row);
       }
-      row.tr.hidden = group !== undefined && !showGroups.checked;
+      row.tr.hidden = group !== undefined && hideGroups.checked;
     }
     const plain = rows.size - grouped;
     const where = prefix ? ` under “${prefix}”` : "";
     let text = `${plain} lease${plain === 1 ? "" : "s"}${where}, updated live.`;
     if (grouped > 0) {
-      text += ` ${grouped} records of sharded groups ${showGroups.checked ? "are listed too" : "are not listed"}: a group's page shows their state.`;
+      text += hideGroups.checked
+        ? ` ${grouped} records of sharded groups are hidden: a group's page shows them whole.`
+        : ` ${grouped} records of sharded groups are listed too: a bucket is held while its owner's session lives.`;
     }
     if (snapshot?.truncated) text += ` Only the first ${snapshot.limit} records are shown: narrow the prefix.`;
     summary.textContent = text;
@@ -197,7 +211,7 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
                 ),
               ),
             ),
-            h("p", {}, showGroups, h("label", { for: "show-group-records" }, " List their records below too")),
+            h("p", {}, hideGroups, h("label", { for: "hide-group-records" }, " Hide their records below")),
           ),
     );
   };
@@ -213,11 +227,11 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     }, 250);
   };
 
-  const put = (lease: LeaseView) => {
+  const put = ({ lease, free }: { lease: LeaseView; free: boolean }) => {
     const known = rows.get(lease.name);
-    if (known) return fill(known, lease);
-    const row = newRow(lease);
-    row.tr.hidden = groupOf(lease.name) !== undefined && !showGroups.checked;
+    if (known) return fill(known, lease, free);
+    const row = newRow(lease, free);
+    row.tr.hidden = groupOf(lease.name) !== undefined && hideGroups.checked;
     rows.set(lease.name, row);
     const after = [...rows.keys()].sort().find((n) => n > lease.name);
     tbody.insertBefore(row.tr, after ? (rows.get(after)?.tr ?? null) : null);
@@ -231,11 +245,11 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
       maxSkewMs = snapshot.maxSkewMs;
       rows.clear();
       tbody.replaceChildren();
-      for (const { lease } of snapshot.leases) if (lease) put(lease);
+      for (const { lease, free } of snapshot.leases) if (lease) put({ lease, free });
       describe(snapshot);
     } else if (message.event === "lease") {
-      const { lease } = JSON.parse(message.data) as WatchEventView;
-      if (lease) put(lease);
+      const { lease, free } = JSON.parse(message.data) as WatchEventView;
+      if (lease) put({ lease, free });
       soon();
     } else if (message.event === "removed") {
       const { name } = JSON.parse(message.data) as { name: string };
