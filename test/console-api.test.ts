@@ -1,8 +1,10 @@
 /**
  * The console's server side in process (docs/console.md): the change log read through its route
- * as a user's calls make it, its bounds and its cost (no store call), the prefix and group streams,
- * the stream cap, the page with its Content-Security-Policy, and the switch that turns the page
- * off. The browser test (test/console-browser.test.ts) drives the same routes from Chromium.
+ * as a user's calls make it, its bounds and its cost (no store call), the prefix and group streams
+ * (a bucket in its owner's session's state, as GET reports it), the watch streams' bounds they
+ * count towards, their path-shaped scopes, reserved metadata never shown, the page with its
+ * Content-Security-Policy, and the switch that turns the page off. The browser test
+ * (test/console-browser.test.ts) drives the same routes from Chromium.
  */
 import { describe, expect, it } from "vitest";
 import { type AppOptions, createApp } from "../src/api/app.js";
@@ -15,6 +17,11 @@ import { type LeaseStore, newWriteId } from "../src/lease.js";
 import { readServerConfig } from "../src/runtime/config.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
+
+/** Each holder's process: its own instance (what proves it is the holder). */
+const instanceOf = (holder: string) => `instance-of-${holder}-0123456789`;
+/** A token for one member of group g (docs/security.md, member-scoped tokens) that may only read. */
+const MEMBER_READER = "member-reader-0123456789abcdef";
 
 const WALL = Date.UTC(2026, 11, 3, 12);
 
@@ -45,7 +52,12 @@ function server(options: Partial<AppOptions> = {}) {
   const app = createApp({
     store,
     clock,
-    auth: { tokens: TOKEN_SCOPES },
+    auth: {
+      tokens: [
+        ...TOKEN_SCOPES,
+        { name: "m1-reader", token: MEMBER_READER, prefixes: ["g/members/m1"], verbs: ["read"] },
+      ],
+    },
     maxSkewMs: 0,
     watchPollMs: 100,
     heartbeatMs: 1000,
@@ -65,10 +77,18 @@ function server(options: Partial<AppOptions> = {}) {
   };
   const lease = (name: string, verb = "") => `${LeaseholdClient.leasePath(name)}${verb}`;
   const acquire = (name: string, holder: string, leaseMs = 1000, metadata?: Record<string, string>) =>
-    call("POST", lease(name, "/acquire"), { holder, leaseMs, ...(metadata ? { metadata } : {}) });
+    call("POST", lease(name, "/acquire"), {
+      holder,
+      instance: instanceOf(holder),
+      leaseMs,
+      ...(metadata ? { metadata } : {}),
+    });
+  const proof = (holder: string, term: number) => ({ holder, instance: instanceOf(holder), term });
+  const heartbeat = (member: string, body: { leaseMs: number; buckets?: number; session?: number }) =>
+    call("POST", `/v1/groups/g/members/${member}/heartbeat`, { instance: instanceOf(member), ...body });
   const history = async (name: string, token: string | null = TOKENS.reader) =>
     call("GET", lease(name, "/history"), undefined, token);
-  return { app, clock, memory, store, call, lease, acquire, history };
+  return { app, clock, memory, store, call, lease, acquire, proof, heartbeat, history };
 }
 
 /** Opens a stream in process; `next()` is its next event (keep-alive comments are not events). */
@@ -100,9 +120,9 @@ describe("the change log (GET /v1/leases/{name}/history)", () => {
     const name = "jobs/report";
     expect((await s.acquire(name, "alice")).status).toBe(200);
     await s.clock.advance(300);
-    expect((await s.call("POST", s.lease(name, "/renew"), { holder: "alice", term: 1 })).status).toBe(200);
+    expect((await s.call("POST", s.lease(name, "/renew"), s.proof("alice", 1))).status).toBe(200);
     await s.clock.advance(100);
-    expect((await s.call("POST", s.lease(name, "/release"), { holder: "alice", term: 1 })).status).toBe(200);
+    expect((await s.call("POST", s.lease(name, "/release"), s.proof("alice", 1))).status).toBe(200);
     let h = (await s.history(name)).body;
     expect(h).toMatchObject({ name, since: WALL, firstSeenAt: WALL, limit: 20, dropped: 0 });
     expect(h.terms).toEqual([
@@ -186,29 +206,41 @@ describe("the change log (GET /v1/leases/{name}/history)", () => {
     expect((await off.history("x/one")).body).toMatchObject({ limit: 0, terms: [], firstSeenAt: null });
   });
 
-  it("never keeps or shows reserved metadata (a member's instance)", async () => {
+  it("never keeps or shows reserved metadata: a holder's or a member's instance digest (leasehold.*)", async () => {
     const s = server();
-    const hb = await s.call("POST", "/v1/groups/g/members/m1/heartbeat", {
-      instance: "secret-instance-1",
-      leaseMs: 1000,
-      buckets: 2,
-    });
-    expect(hb.status).toBe(200);
-    const h = (await s.history("g/members/m1")).body;
-    expect(h.terms[0]).toMatchObject({ holder: "m1", metadata: {} });
-    const stream = await open(s.app, "/v1/watch?prefix=g/");
-    const snapshot = (await stream.next()).json;
+    expect((await s.acquire("jobs/a", "alice", 1000, { region: "eu" })).status).toBe(200);
+    expect((await s.heartbeat("m1", { leaseMs: 1000, buckets: 2 })).status).toBe(200);
+    // The store keeps the digests (they prove who renews)...
+    for (const name of ["jobs/a", "g/members/m1"]) {
+      expect(Object.keys((await s.memory.get(name))!.record.metadata)).toContain("leasehold.instance");
+    }
+    // ...and nothing the console's routes send carries one.
+    const alice = (await s.history("jobs/a")).body;
+    expect(alice.terms[0]).toMatchObject({ holder: "alice", metadata: { region: "eu" } });
+    expect((await s.history("g/members/m1")).body.terms[0]).toMatchObject({ holder: "m1", metadata: {} });
+    const stream = await open(s.app, "/v1/watch?prefix=");
+    const snapshot = await stream.next();
+    expect(snapshot.data).toContain('"g/members/m1"');
+    await s.acquire("jobs/b", "bob");
+    const change = await stream.next();
+    expect(change.json.lease.name).toBe("jobs/b");
     stream.close();
-    expect(JSON.stringify(snapshot)).toContain('"g/members/m1"');
-    expect(JSON.stringify(snapshot)).not.toContain("secret-instance-1");
+    for (const sent of [JSON.stringify(alice), snapshot.data, change.data]) {
+      expect(sent).not.toContain("leasehold.");
+      expect(sent).not.toContain(instanceOf("alice"));
+    }
   });
 
-  it("is read-scoped like GET: 401 without a token, 403 outside its prefixes", async () => {
+  it("is read-scoped like GET: 401 without a token, 403 outside its prefixes (a member's token sees its member only)", async () => {
     const s = server();
     expect((await s.history("a/b", null)).status).toBe(401);
     expect((await s.history("other/b", TOKENS.adapters)).status).toBe(403);
     expect((await s.history("adapters/b", TOKENS.adapters)).status).toBe(200);
+    expect((await s.history("g/members/m1", MEMBER_READER)).status).toBe(200);
+    expect((await s.history("g/members/m10", MEMBER_READER)).status).toBe(403);
+    expect((await s.history("g/buckets/0", MEMBER_READER)).status).toBe(403);
     expect((await s.history("Not A Name")).status).toBe(400);
+    expect((await s.call("GET", "/v1/leases/a%2F..%2Fb/history", undefined, TOKENS.reader)).status).toBe(400);
   });
 });
 
@@ -243,14 +275,7 @@ describe("the console's streams", () => {
 
   it("GET /v1/groups/{group}/watch: the group's status, again on every change (a hand-off in flight)", async () => {
     const s = server();
-    const heartbeat = (member: string, instance: string, session?: number) =>
-      s.call("POST", `/v1/groups/g/members/${member}/heartbeat`, {
-        instance,
-        leaseMs: 5000,
-        buckets: 4,
-        ...(session ? { session } : {}),
-      });
-    const first = await heartbeat("m1", "i-1");
+    const first = await s.heartbeat("m1", { leaseMs: 5000, buckets: 4 });
     expect(first.body.held).toHaveLength(4);
     const stream = await open(s.app, `/v1/groups/${encodeURIComponent("g")}/watch`);
     const one = await stream.next();
@@ -263,7 +288,7 @@ describe("the console's streams", () => {
     expect(one.json.status.members).toEqual([expect.objectContaining({ id: "m1", state: "live", held: 4, target: 4 })]);
 
     // A second member joins: two buckets are to move, and the stream says so.
-    await heartbeat("m2", "i-2");
+    await s.heartbeat("m2", { leaseMs: 5000 });
     let event = await stream.next();
     while (event.json.status.members.length < 2) event = await stream.next();
     expect(event.json.status.balanced).toBe(false);
@@ -282,18 +307,116 @@ describe("the console's streams", () => {
     none.close();
   });
 
-  it("refuses a stream past the cap with 429 and Retry-After, a store that cannot list with 404, out of scope with 403", async () => {
+  it("a bucket is held while its owner's session lives, as GET says: in the prefix stream and the change log", async () => {
     const s = server();
-    const streams = [];
-    for (let i = 0; i < 64; i++) streams.push(await open(s.app, `/v1/watch?prefix=p${i % 3}/`));
-    const refused = await s.call("GET", "/v1/watch?prefix=p0/", undefined, TOKENS.reader);
-    expect(refused.status).toBe(429);
-    expect(refused.headers.get("retry-after")).toBe("5");
-    expect(refused.body.type).toBe("urn:leasehold:problem:too-many-streams");
-    for (const stream of streams) stream.close();
-    await s.clock.advance(1000);
-    const again = await open(s.app, "/v1/watch?prefix=p0/");
-    again.close();
+    const first = await s.heartbeat("m1", { leaseMs: 1000, buckets: 2 });
+    const session = first.body.session as number;
+    // Past the bucket's own stamps (it is never renewed), with its owner's session renewed all along.
+    for (let i = 0; i < 3; i++) {
+      await s.clock.advance(600);
+      expect((await s.heartbeat("m1", { leaseMs: 1000, session })).status).toBe(200);
+    }
+    const renewedAt = WALL + 1800;
+    const bucket0 = (await s.call("GET", s.lease("g/buckets/0"), undefined, TOKENS.reader)).body;
+    expect(bucket0).toMatchObject({ holder: "m1", expiresAt: renewedAt + 1000 });
+    expect(bucket0.renewedAt + bucket0.leaseMs).toBeLessThan(renewedAt);
+
+    // The whole group under the prefix, and only the buckets (their owner read from the store): the same answer.
+    const whole = await open(s.app, "/v1/watch?prefix=g/");
+    const buckets = await open(s.app, "/v1/watch?prefix=g/buckets/");
+    for (const stream of [whole, buckets]) {
+      const snapshot = (await stream.next()).json;
+      const sent = snapshot.leases.find((e: { lease: { name: string } }) => e.lease.name === "g/buckets/0");
+      expect(sent).toEqual({ free: false, lease: bucket0 });
+    }
+    expect((await s.history("g/buckets/0")).body.terms[0]).toMatchObject({ holder: "m1", end: null });
+
+    // The owner renews: each stream tells its buckets' new expiry (the bucket records did not change),
+    // the whole group's at once, the buckets' alone (their owner outside its prefix) at the next poll.
+    await s.clock.advance(600);
+    expect((await s.heartbeat("m1", { leaseMs: 1000, session })).status).toBe(200);
+    await s.clock.advance(100);
+    for (const stream of [whole, buckets]) {
+      let event = await stream.next();
+      while (event.json.lease.name !== "g/buckets/0") event = await stream.next();
+      expect(event.json).toMatchObject({ free: false, lease: { expiresAt: renewedAt + 1600 } });
+    }
+
+    // The owner stops renewing: once its session runs out, the next listing says the bucket is free.
+    await s.clock.advance(1001);
+    for (const stream of [whole, buckets]) {
+      let event = await stream.next();
+      while (event.json.lease?.name !== "g/buckets/0" || !event.json.free) event = await stream.next();
+      expect(event.json.lease).toMatchObject({ holder: "m1", expiresAt: renewedAt + 1600 });
+      stream.close();
+    }
+    expect((await s.history("g/buckets/0")).body.terms[0]).toMatchObject({
+      holder: "m1",
+      end: { kind: "expired", at: renewedAt + 1600 },
+    });
+  });
+
+  it("count towards the watch streams' bounds with lease watches, and are refused over them exactly as watch is", async () => {
+    const s = server({ limits: { watchStreamsPerToken: 3, watchStreams: 5 } });
+    const mine = [
+      await open(s.app, "/v1/watch?prefix=p/"),
+      await open(s.app, "/v1/groups/g/watch"),
+      await open(s.app, s.lease("p/one", "/watch")),
+    ];
+    // The token's fourth stream, whichever route: 429 naming the per-token bound.
+    for (const path of ["/v1/watch?prefix=q/", "/v1/groups/g/watch", s.lease("p/two", "/watch")]) {
+      const refused = await s.call("GET", path, undefined, TOKENS.reader);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("5");
+      expect(refused.body).toMatchObject({ type: "urn:leasehold:problem:over-limit", bound: "watchStreamsPerToken" });
+    }
+    // HEAD opens nothing.
+    expect(
+      (
+        await s.app.request("/v1/watch?prefix=p/", {
+          method: "HEAD",
+          headers: { authorization: `Bearer ${TOKENS.reader}` },
+        })
+      ).status,
+    ).toBe(200);
+    // Two more from another token fill the server: then 503 naming the server's bound.
+    const theirs = [
+      await open(s.app, "/v1/watch?prefix=p/", TOKENS.admin),
+      await open(s.app, "/v1/groups/g/watch", TOKENS.admin),
+    ];
+    const full = await s.call("GET", "/v1/watch?prefix=adapters/p/", undefined, TOKENS.adapters);
+    expect(full.status).toBe(503);
+    expect(full.headers.get("retry-after")).toBe("5");
+    expect(full.body).toMatchObject({ type: "urn:leasehold:problem:over-capacity", bound: "watchStreams" });
+    const gauge = async () =>
+      Number(/^leasehold_watch_streams_open (\d+)$/m.exec((await s.call("GET", "/metrics")).body)?.[1]);
+    expect(await gauge()).toBe(5);
+    // Closing a console stream gives its place back.
+    mine[0]!.close();
+    while ((await gauge()) !== 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    (await open(s.app, "/v1/watch?prefix=r/")).close();
+    for (const stream of [...mine, ...theirs]) stream.close();
+  });
+
+  it("are scoped like the listing (path-shaped prefixes), and 404 on a store that cannot list", async () => {
+    const s = server();
+    const status = async (path: string, token: string) => (await s.call("GET", path, undefined, token)).status;
+    // The adapters token reads "adapters/": a listing of "adapters" would also return "adapters-old/...".
+    for (const stream of [
+      await open(s.app, "/v1/watch?prefix=adapters/", TOKENS.adapters),
+      await open(s.app, "/v1/watch?prefix=adapters/bill", TOKENS.adapters),
+      await open(s.app, `/v1/groups/${encodeURIComponent("adapters/g")}/watch`, TOKENS.adapters),
+    ]) {
+      stream.close();
+    }
+    expect(await status("/v1/watch?prefix=adapters", TOKENS.adapters)).toBe(403);
+    expect(await status("/v1/watch?prefix=", TOKENS.adapters)).toBe(403);
+    expect(await status("/v1/watch?prefix=other/", TOKENS.adapters)).toBe(403);
+    expect(await status("/v1/groups/other/watch", TOKENS.adapters)).toBe(403);
+    // A member's token reads its member record, not its group.
+    expect(await status("/v1/groups/g/watch", MEMBER_READER)).toBe(403);
+    expect(await status("/v1/watch?prefix=g/", MEMBER_READER)).toBe(403);
+    expect(await status("/v1/watch?prefix=a/../b/", TOKENS.reader)).toBe(400);
 
     const plain = new MemoryStore();
     const noList = createApp({
@@ -301,8 +424,6 @@ describe("the console's streams", () => {
       auth: { insecureNoAuth: true },
     });
     expect((await noList.request("/v1/watch?prefix=")).status).toBe(404);
-    expect((await s.call("GET", "/v1/watch?prefix=other/", undefined, TOKENS.adapters)).status).toBe(403);
-    expect((await s.call("GET", "/v1/groups/other/watch", undefined, TOKENS.adapters)).status).toBe(403);
   });
 });
 
