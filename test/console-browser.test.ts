@@ -1,12 +1,16 @@
 /**
  * The console in a real browser (docs/console.md): Debian's headless Chromium (/usr/bin/chromium,
  * installed by .ci/run) driven by playwright-core, against the API server in its own process
- * (`leasehold serve` on a SQLite file, with tokens), with real leaders and members as OS processes:
- * - the page asks for a token, keeps it in sessionStorage, never puts it in a URL;
- * - a lease acquired through the API appears without a reload;
- * - a `leasehold run` leader is SIGKILLed and the takeover shows on the lease's timeline;
- * - three members of a sharded group (library members on the same SQLite file) balance the grid;
- *   one is killed and its buckets move to the other two;
+ * (`leasehold serve` on a SQLite file, with tokens), with real leaders and members as OS processes,
+ * each with a token of the verbs and prefix it needs (docs/security.md) and its own instance:
+ * - the page asks for a token (a read token), keeps it in sessionStorage, never puts it in a URL;
+ * - a lease acquired through the API (a write token for `demo/`) appears without a reload;
+ * - a `leasehold run` leader (read and cas on `jobs/`) is SIGKILLed and the takeover shows on the
+ *   lease's timeline;
+ * - three remote members of a sharded group (over the API's group routes, each with a token for its
+ *   own member record) balance the grid, and their records are listed among the leases in their
+ *   real state (a bucket held while its owner's session lives); one is killed and its buckets move
+ *   to the other two;
  * - the server is stopped (the page says it is disconnected) and started again (it resumes, sending
  *   Last-Event-ID, and says the server's memory of the past is gone).
  * One browser for the file. Each view is photographed: into docs/console/ with UPDATE_SCREENSHOTS=1
@@ -19,7 +23,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
+import type { TokenScope } from "../src/api/auth.js";
+import { TOKENS } from "./support/api-server.js";
 import { stopProcess } from "./support/server-process.js";
 
 const repo = join(import.meta.dirname, "..");
@@ -38,6 +43,24 @@ const FLAGS = [
 ];
 /** Waits on the page: generous, for two busy cores; a wait is never an assertion about time. */
 const WAIT = 60_000;
+
+/** Each process's token: the verbs and the prefix it needs, no more. */
+const SCOPES = {
+  console: { name: "console", token: TOKENS.reader, prefixes: [""], verbs: ["read"] },
+  operator: { name: "operator", token: "operator-token-0123456789abcdef", prefixes: ["demo/"], verbs: ["write"] },
+  runner: { name: "runner", token: "runner-token-0123456789abcdef", prefixes: ["jobs/"], verbs: ["read", "cas"] },
+  ...Object.fromEntries(
+    ["m0", "m1", "m2"].map((id) => [
+      id,
+      {
+        name: id,
+        token: `member-${id}-token-0123456789abcdef`,
+        prefixes: [`workers/pool/members/${id}`],
+        verbs: ["write"],
+      },
+    ]),
+  ),
+} satisfies Record<string, TokenScope>;
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-console-"));
 const db = join(dir, "api.db");
@@ -59,7 +82,7 @@ function startServer(port = 0): Promise<Server> {
       ...process.env,
       LEASEHOLD_STORE: "",
       LEASEHOLD_DB: "",
-      LEASEHOLD_TOKENS: JSON.stringify(TOKEN_SCOPES),
+      LEASEHOLD_TOKENS: JSON.stringify(Object.values(SCOPES)),
       LEASEHOLD_WATCH_POLL_MS: "200",
       LEASEHOLD_HEARTBEAT_MS: "1000",
       LEASEHOLD_MAX_SKEW_MS: "200",
@@ -111,18 +134,33 @@ function runLeader(url: string, identity: string): ChildProcess {
         "-e",
         "setInterval(() => {}, 1000)",
       ],
-      { cwd: repo, env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_TOKEN: TOKENS.admin }, stdio: "ignore" },
+      {
+        cwd: repo,
+        env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_TOKEN: SCOPES.runner.token },
+        stdio: "ignore",
+      },
     ),
   );
 }
 
-/** A library member of the sharded group `workers/pool` (12 buckets) on the server's SQLite file. */
-function member(id: string): ChildProcess {
+/** A remote member of the sharded group `workers/pool` (12 buckets) over the API, with its member's token. */
+function member(id: "m0" | "m1" | "m2"): ChildProcess {
   return track(
     spawn(
       process.execPath,
-      ["--import", "tsx", shardWorker, "sqlite", db, "workers/pool", id, join(dir, `${id}.log`), "1000", "12"],
-      { cwd: repo, stdio: "ignore" },
+      [
+        "--import",
+        "tsx",
+        shardWorker,
+        "http",
+        `${server.url}/`,
+        "workers/pool",
+        id,
+        join(dir, `${id}.log`),
+        "1000",
+        "12",
+      ],
+      { cwd: repo, env: { ...process.env, LEASEHOLD_TOKEN: SCOPES[id].token }, stdio: "ignore" },
     ),
   );
 }
@@ -132,10 +170,14 @@ let context: BrowserContext;
 let page: Page;
 const requests: Array<{ url: string; headers: Record<string, string> }> = [];
 
+/** A call an operator makes by hand, with the write token for `demo/`. */
 async function api(method: string, path: string, body?: unknown): Promise<Response> {
   return fetch(`${server.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${TOKENS.admin}`, ...(body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      authorization: `Bearer ${SCOPES.operator.token}`,
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
 }
@@ -194,6 +236,7 @@ describe("the console in Chromium", () => {
 
     const acquired = await api("POST", "/v1/leases/demo%2Fmanual/acquire", {
       holder: "operator-a",
+      instance: "operator-a-shell-0123456789",
       leaseMs: 60_000,
       metadata: { addr: "10.0.0.7:8080" },
     });
@@ -234,7 +277,7 @@ describe("the console in Chromium", () => {
   }, 120_000);
 
   it("shows a sharded group of three balancing, and a killed member's buckets moving", async () => {
-    const members = ["m0", "m1", "m2"].map(member);
+    const members = (["m0", "m1", "m2"] as const).map(member);
     await page.goto(`${server.url}/ui#/?prefix=workers/`);
     await page.locator('a[href="#/group/workers%2Fpool"]').click();
     await see("h2", "Group workers/pool");
@@ -243,17 +286,30 @@ describe("the console in Chromium", () => {
     expect(await page.locator('.grid li[data-owner="m2"]').count()).toBe(4);
     await shoot("group");
 
-    // Every lease on the server: the group's records among the others, and the group found.
+    // Every lease on the server: the group found, and its records among the others in their real
+    // state: each bucket held by its owner while the owner's session lives (its own stamps are never
+    // renewed), the config marked as the group's.
     await page.goto(`${server.url}/ui#/`);
     await see(".groups", "workers/pool");
     await see('tr[data-name="demo/manual"]', "operator-a");
-    await see("#leases-summary", "records of sharded groups are not listed");
-    expect(await page.locator('tr[data-name="workers/pool/members/m2"]').isHidden()).toBe(true);
-    await shoot("leases");
-    // Listed on request: a bucket's own stamps do not say whether it is held, so its row says where to look.
-    await page.getByLabel("List their records below too").check();
+    await see("#leases-summary", "records of sharded groups are listed too");
+    await see('tr[data-name="workers/pool/config"]', "group config");
     await see('tr[data-name="workers/pool/members/m2"]', "held");
-    await see('tr[data-name="workers/pool/buckets/0"]', "see its group");
+    for (let bucket = 0; bucket < 12; bucket++) await see(`tr[data-name="workers/pool/buckets/${bucket}"]`, /held/);
+    // Bucket 0 past its record's own renewedAt + leaseMs + maxSkewMs (the record is never renewed):
+    // still held, as long as its owner's session lives.
+    const own = (await (
+      await fetch(`${server.url}/v1/leases/${encodeURIComponent("workers/pool/buckets/0")}`, {
+        headers: { authorization: `Bearer ${TOKENS.reader}` },
+      })
+    ).json()) as { renewedAt: number; leaseMs: number };
+    await page.waitForTimeout(Math.max(0, own.renewedAt + own.leaseMs + 200 + 100 - Date.now()));
+    await see('tr[data-name="workers/pool/buckets/0"]', "held");
+    await shoot("leases");
+    // Hidden on request, to see the plain leases alone.
+    await page.getByLabel("Hide their records below").check();
+    await see("#leases-summary", "records of sharded groups are hidden");
+    expect(await page.locator('tr[data-name="workers/pool/members/m2"]').isHidden()).toBe(true);
     await page.locator('a[href="#/group/workers%2Fpool"]').click();
     await see("#group-summary", "✓ balanced");
 
