@@ -30,13 +30,14 @@ it("serves /ui with its script and style under the console's Content-Security-Po
 });
 
 it("streams the leases under a prefix and answers the change log, with a read token", async () => {
-  const name = uniqueName("console");
+  // Under "public/", the reader token's scope.
+  const name = `public/${uniqueName("console")}`;
   const writer = new LeaseholdClient({ baseUrl: BASE, token: WRITER, fetch: viaWorker, retries: 0 });
   await writer.acquire(name, { holder: "edge-a", leaseMs: 30_000 });
 
   const done = new AbortController();
   const res = await viaWorker(`${BASE}/v1/watch?prefix=${encodeURIComponent(name)}`, {
-    headers: { authorization: `Bearer ${WRITER}` },
+    headers: { authorization: `Bearer ${READER}` },
     signal: done.signal,
   });
   expect(res.status).toBe(200);
@@ -50,13 +51,15 @@ it("streams the leases under a prefix and answers the change log, with a read to
   ]);
 
   const history = await viaWorker(`${BASE}/v1/leases/${encodeURIComponent(name)}/history`, {
-    headers: { authorization: `Bearer ${WRITER}` },
+    headers: { authorization: `Bearer ${READER}` },
   });
   expect(history.status).toBe(200);
   expect((await history.json()) as object).toMatchObject({ name, terms: [{ term: 1, holder: "edge-a", end: null }] });
-  // The reader token is scoped to "public/": the change log is read-scoped like GET.
-  const outside = await viaWorker(`${BASE}/v1/leases/${encodeURIComponent(name)}/history`, {
-    headers: { authorization: `Bearer ${READER}` },
-  });
-  expect(outside.status).toBe(403);
+  // The reader token is scoped to "public/": the change log is read-scoped like GET, a stream like the listing.
+  for (const path of [
+    `/v1/leases/${encodeURIComponent(name.slice("public/".length))}/history`,
+    "/v1/watch?prefix=public",
+  ]) {
+    expect((await viaWorker(`${BASE}${path}`, { headers: { authorization: `Bearer ${READER}` } })).status).toBe(403);
+  }
 });
