@@ -44,23 +44,22 @@ const FLAGS = [
 /** Waits on the page: generous, for two busy cores; a wait is never an assertion about time. */
 const WAIT = 60_000;
 
+type MemberId = "m0" | "m1" | "m2";
+const MEMBERS: MemberId[] = ["m0", "m1", "m2"];
+/** A token for one member's record of the group alone: its heartbeat, hand-offs and leave. */
+const memberScope = (id: MemberId): TokenScope => ({
+  name: id,
+  token: `member-${id}-token-0123456789abcdef`,
+  prefixes: [`workers/pool/members/${id}`],
+  verbs: ["write"],
+});
 /** Each process's token: the verbs and the prefix it needs, no more. */
 const SCOPES = {
   console: { name: "console", token: TOKENS.reader, prefixes: [""], verbs: ["read"] },
   operator: { name: "operator", token: "operator-token-0123456789abcdef", prefixes: ["demo/"], verbs: ["write"] },
   runner: { name: "runner", token: "runner-token-0123456789abcdef", prefixes: ["jobs/"], verbs: ["read", "cas"] },
-  ...Object.fromEntries(
-    ["m0", "m1", "m2"].map((id) => [
-      id,
-      {
-        name: id,
-        token: `member-${id}-token-0123456789abcdef`,
-        prefixes: [`workers/pool/members/${id}`],
-        verbs: ["write"],
-      },
-    ]),
-  ),
 } satisfies Record<string, TokenScope>;
+const ALL_SCOPES: TokenScope[] = [...Object.values(SCOPES), ...MEMBERS.map(memberScope)];
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-console-"));
 const db = join(dir, "api.db");
@@ -82,7 +81,7 @@ function startServer(port = 0): Promise<Server> {
       ...process.env,
       LEASEHOLD_STORE: "",
       LEASEHOLD_DB: "",
-      LEASEHOLD_TOKENS: JSON.stringify(Object.values(SCOPES)),
+      LEASEHOLD_TOKENS: JSON.stringify(ALL_SCOPES),
       LEASEHOLD_WATCH_POLL_MS: "200",
       LEASEHOLD_HEARTBEAT_MS: "1000",
       LEASEHOLD_MAX_SKEW_MS: "200",
@@ -144,7 +143,7 @@ function runLeader(url: string, identity: string): ChildProcess {
 }
 
 /** A remote member of the sharded group `workers/pool` (12 buckets) over the API, with its member's token. */
-function member(id: "m0" | "m1" | "m2"): ChildProcess {
+function member(id: MemberId): ChildProcess {
   return track(
     spawn(
       process.execPath,
@@ -160,7 +159,7 @@ function member(id: "m0" | "m1" | "m2"): ChildProcess {
         "1000",
         "12",
       ],
-      { cwd: repo, env: { ...process.env, LEASEHOLD_TOKEN: SCOPES[id].token }, stdio: "ignore" },
+      { cwd: repo, env: { ...process.env, LEASEHOLD_TOKEN: memberScope(id).token }, stdio: "ignore" },
     ),
   );
 }
@@ -277,12 +276,12 @@ describe("the console in Chromium", () => {
   }, 120_000);
 
   it("shows a sharded group of three balancing, and a killed member's buckets moving", async () => {
-    const members = (["m0", "m1", "m2"] as const).map(member);
+    const members = MEMBERS.map(member);
     await page.goto(`${server.url}/ui#/?prefix=workers/`);
     await page.locator('a[href="#/group/workers%2Fpool"]').click();
     await see("h2", "Group workers/pool");
     await see("#group-summary", "✓ balanced");
-    for (const id of ["m0", "m1", "m2"]) await see(`tr[data-member="${id}"]`, "4 / 4");
+    for (const id of MEMBERS) await see(`tr[data-member="${id}"]`, "4 / 4");
     expect(await page.locator('.grid li[data-owner="m2"]').count()).toBe(4);
     await shoot("group");
 
