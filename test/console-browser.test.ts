@@ -127,7 +127,9 @@ function runLeader(url: string, identity: string): ChildProcess {
         "--identity",
         identity,
         "--lease-ms",
-        "1500",
+        // Long enough that a renewal late by a second or two on busy cores does not end the term
+        // before the test kills it (the takeover then comes about 4 s after the kill).
+        "4000",
         "--",
         process.execPath,
         "-e",
