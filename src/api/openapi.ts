@@ -65,7 +65,7 @@ const etag: HeaderObjects = {
   },
 };
 
-export const retryAfter: HeaderObjects = {
+const retryAfter: HeaderObjects = {
   "Retry-After": {
     description: "Seconds to wait before retrying",
     required: true,
