@@ -27,6 +27,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Real servers (dynalite, fake-gcs-server, ...) start once for the whole run: test/servers/.
-    globalSetup: ["test/servers/global-setup.ts"],
+    // The console's bundled assets first (test/support/console-assets.ts), then the servers.
+    globalSetup: ["test/support/console-assets.ts", "test/servers/global-setup.ts"],
   },
 });

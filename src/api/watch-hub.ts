@@ -19,6 +19,7 @@ interface Feed {
 
 export class WatchHub {
   private readonly feeds = new Map<string, Feed>();
+  private readonly observers = new Set<(name: string, stored: Stored | null) => void>();
 
   constructor(
     /** The API's (metered) store: its push when it has one, else its reads. */
@@ -33,7 +34,13 @@ export class WatchHub {
   }
 
   publish(name: string, stored: Stored | null): void {
+    for (const o of this.observers) o(name, stored);
     for (const s of this.feeds.get(name)?.subscribers ?? []) s(stored);
+  }
+
+  /** Every record published, whatever its lease: the change log and the console's streams (src/api/console/). */
+  observe(observer: (name: string, stored: Stored | null) => void): void {
+    this.observers.add(observer);
   }
 
   subscribe(name: string, subscriber: Subscriber): () => void {

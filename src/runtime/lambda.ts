@@ -40,6 +40,7 @@ export async function createHandler(
     store,
     auth: authConfig(config.auth),
     ...config.app,
+    console: config.console,
     log: logger,
     ...(options.clock ? { clock: options.clock } : {}),
   });
