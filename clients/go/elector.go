@@ -655,6 +655,7 @@ func (e *Elector) releaseHeld(t *tenure) {
 		if err == nil {
 			e.mu.Lock()
 			t.lease = res.Lease
+			e.reportLocked(res.Lease.Holder)
 			e.mu.Unlock()
 			return
 		}
