@@ -286,7 +286,9 @@ type TransportError struct {
 	Err error
 }
 
-func (e *TransportError) Error() string { return fmt.Sprintf("leasehold %s: no answer: %v", e.Op, e.Err) }
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("leasehold %s: no answer: %v", e.Op, e.Err)
+}
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // IsAmbiguous reports whether err leaves open whether a write applied: no answer, or a 5xx.

@@ -70,7 +70,7 @@ func (t Timing) resolve(errs *[]error) timing {
 		}
 	}
 	if r.safety == 0 {
-		r.safety = max(time.Millisecond, (r.lease/10).Truncate(time.Millisecond))
+		r.safety = max(time.Millisecond, (r.lease / 10).Truncate(time.Millisecond))
 	}
 	if r.renew == 0 {
 		r.renew = (r.lease / 3).Truncate(time.Millisecond)

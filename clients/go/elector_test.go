@@ -267,7 +267,7 @@ func TestElectorRefusesConfigurationThatCannotBeRight(t *testing.T) {
 	c := client(t, shared.URL)
 	_, err := leasehold.NewElector(leasehold.Config{
 		Client: c, Name: "Adapters//x", Identity: "a\nb",
-		Timing: leasehold.Timing{LeaseDuration: time.Second, RenewInterval: 950 * time.Millisecond, Jitter: 2},
+		Timing:   leasehold.Timing{LeaseDuration: time.Second, RenewInterval: 950 * time.Millisecond, Jitter: 2},
 		Instance: "short",
 	})
 	if err == nil {
