@@ -136,13 +136,28 @@ func checkHolder(field, holder string, errs *[]error) {
 	}
 }
 
-// instanceOrNew returns instance, or a new random one: 32 hex digits from crypto/rand.
+// NewInstance is a new random instance id: 32 hex digits from crypto/rand.
+func NewInstance() string { return randomHex(16) }
+
+// NewWriteID is a new random id for one write (RecordWrite.WriteID).
+func NewWriteID() string { return randomHex(12) }
+
+// CheckInstance refuses an instance id the API would not take: 16-64 characters of A-Z a-z 0-9
+// . _ : - (a random id, never shared between processes).
+func CheckInstance(instance string) error {
+	if !instancePattern.MatchString(instance) {
+		return &ConfigError{Field: "Instance", Message: "expected 16-64 characters of A-Z a-z 0-9 . _ : - (a random id this process picks once, such as a UUID), or empty for a random one"}
+	}
+	return nil
+}
+
+// instanceOrNew returns instance, or a new random one.
 func instanceOrNew(instance string, errs *[]error) string {
 	if instance == "" {
-		return randomHex(16)
+		return NewInstance()
 	}
-	if !instancePattern.MatchString(instance) {
-		*errs = append(*errs, &ConfigError{Field: "Instance", Message: "expected 16-64 characters of A-Z a-z 0-9 . _ : - (a random id this process picks once, such as a UUID), or empty for a random one"})
+	if err := CheckInstance(instance); err != nil {
+		*errs = append(*errs, err)
 	}
 	return instance
 }
