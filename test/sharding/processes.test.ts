@@ -18,20 +18,20 @@
  * and how many lines each victim writes first. Nothing waits on a timer: every step waits for the
  * processes' own output, within the documented bound.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Prng } from "../chaos/prng.js";
 import { checkShardedTrace } from "../chaos/sharded-checker.js";
-import { repo } from "../support/cli-processes.js";
 import {
   Cluster,
   ms,
   ns,
   readWork,
+  shardBalanceBoundMs,
   shardWorkerCommand,
+  startServeProcess,
   termsGoBackwards,
   traceOf,
   type WorkLine,
@@ -46,15 +46,8 @@ const SEED = Number(process.env.SHARD_PROCESS_SEED ?? 5);
 /** Forming the group from four cold processes (tsx start-up on loaded cores): not a documented bound. */
 const FORMING_MS = 60_000;
 
-/**
- * docs/sharding.md, "Over HTTP" and "Testing": after a crash, a pause past the lease or a (re)join,
- * the live members are balanced within 3 leases (waiting out the old session, the settle period,
- * the skew bound) plus two polls per hand-off batch and two more, for a joiner's ceil(N / M).
- */
-function balanceBoundMs(members: number): number {
-  const batches = Math.ceil(Math.ceil(BUCKETS / members) / Math.ceil(BUCKETS / 8));
-  return 3 * LEASE_MS + (batches + 2) * 2 * (LEASE_MS / 3);
-}
+/** docs/sharding.md's bound on balancing 16 buckets over `members` with this test's lease. */
+const balanceBoundMs = (members: number) => shardBalanceBoundMs(BUCKETS, members, LEASE_MS);
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-shard-procs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -190,34 +183,9 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
 
   it("remote members of the HTTP API (the Node server in its own process)", async ({ onTestFinished }) => {
     const dir = mkdtempSync(join(root, "http-"));
-    const server = spawn(
-      process.execPath,
-      [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", `sqlite:${join(dir, "api.db")}`, "--json"],
-      {
-        cwd: repo,
-        env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(MAX_SKEW_MS) },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    // Read what it logs (a line per holder change), so a full pipe never blocks it.
-    let serverLog = "";
-    server.stderr?.on("data", (chunk: Buffer) => {
-      serverLog = (serverLog + chunk.toString()).slice(-4000);
-    });
-    const serverExited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
-    onTestFinished(async () => {
-      server.kill("SIGKILL");
-      await serverExited;
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      server.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const line = out.split("\n")[0];
-        if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
-      });
-      void serverExited.then(() => reject(new Error(`the API server exited before it listened: ${serverLog}`)));
-    });
+    const server = await startServeProcess(join(dir, "api.db"), MAX_SKEW_MS);
+    onTestFinished(() => server.stop());
+    const url = server.url;
     const cluster = new Cluster(dir, BUCKETS, shardWorkerCommand("http", url, "procs/group", LEASE_MS, BUCKETS));
     onTestFinished(() => cluster.close());
     for (let i = 0; i < MEMBERS; i++) cluster.start(`m${i}`);

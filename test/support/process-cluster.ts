@@ -22,7 +22,57 @@ export type Command = (member: string, log: string) => { file: string; args: str
 export const ns = () => process.hrtime.bigint();
 export const ms = (nanos: bigint) => Number(nanos) / 1e6;
 
+/**
+ * docs/sharding.md, "Over HTTP" and "Testing": after a crash, a pause past the lease or a (re)join,
+ * the live members are balanced within 3 leases (waiting out the old session, the settle period,
+ * the skew bound) plus two polls per hand-off batch and two more, for a joiner's ceil(N / M).
+ */
+export function shardBalanceBoundMs(buckets: number, members: number, leaseMs: number): number {
+  const batches = Math.ceil(Math.ceil(buckets / members) / Math.ceil(buckets / 8));
+  return 3 * leaseMs + (batches + 2) * 2 * (leaseMs / 3);
+}
+
 const shardWorker = join(repo, "test", "support", "shard-worker.ts");
+
+/**
+ * The API server as users run it, `leasehold serve` (the Node server), in its own process on
+ * SQLite at `db`, with the skew bound `maxSkewMs` (one server: it only delays takeovers).
+ */
+export async function startServeProcess(
+  db: string,
+  maxSkewMs: number,
+): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
+  const server = spawn(
+    process.execPath,
+    [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", `sqlite:${db}`, "--json"],
+    {
+      cwd: repo,
+      env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(maxSkewMs) },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  // Read what it logs (a line per holder change), so a full pipe never blocks it.
+  let serverLog = "";
+  server.stderr?.on("data", (chunk: Buffer) => {
+    serverLog = (serverLog + chunk.toString()).slice(-4000);
+  });
+  const serverExited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
+  const stop = async () => {
+    server.kill("SIGCONT");
+    server.kill("SIGKILL");
+    await serverExited;
+  };
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    server.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split("\n")[0];
+      if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    void serverExited.then(() => reject(new Error(`the API server exited before it listened: ${serverLog}`)));
+  });
+  return { url, child: server, stop };
+}
 
 /** test/support/shard-worker.ts as a cluster's process: a library member on SQLite, or a remote member of the API. */
 export function shardWorkerCommand(
