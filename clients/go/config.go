@@ -196,7 +196,16 @@ func defaultIdentity() string {
 	return host + "-" + randomHex(4)
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// defaults are the clock and logger of a Config left empty: the system clock, no log.
+func defaults(clock Clock, log *slog.Logger) (Clock, *slog.Logger) {
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return clock, log
+}
 
 func configError(errs []error) error {
 	if len(errs) == 0 {

@@ -134,14 +134,7 @@ func NewElector(cfg Config) (*Elector, error) {
 	if err := configError(errs); err != nil {
 		return nil, err
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = SystemClock{}
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = discardLogger()
-	}
+	clock, log := defaults(cfg.Clock, cfg.Logger)
 	return &Elector{
 		client: cfg.Client, name: cfg.Name, identity: identity, instance: instance, t: t,
 		release: cfg.ReleaseOnCancel, metadata: cfg.Metadata, cb: cfg.Callbacks, clock: clock,

@@ -18,17 +18,7 @@ import (
 // shared is the API server most tests use (with tokens); a test that pauses its server starts its own.
 var shared *testserver.Server
 
-func TestMain(m *testing.M) {
-	s, err := testserver.Launch(testserver.Options{Tokens: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = s
-	code := m.Run()
-	s.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Tokens: true}, &shared) }
 
 var leaseCount atomic.Int64
 

@@ -128,14 +128,7 @@ func newMember(cfg MemberConfig, work func(ctx context.Context, b Bucket) error)
 	if err := configError(errs); err != nil {
 		return nil, err
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = SystemClock{}
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = discardLogger()
-	}
+	clock, log := defaults(cfg.Clock, cfg.Logger)
 	return &member{
 		client: cfg.Client, group: cfg.Group, id: id, instance: instance, buckets: cfg.Buckets, t: t,
 		clock: clock, log: log.With("group", cfg.Group, "member", id), work: work,
@@ -418,19 +411,8 @@ func (m *member) leaveSession(session int64) {
 
 // waitDone waits for done at most d on clock; it reports whether done closed.
 func waitDone(clock Clock, done <-chan struct{}, d time.Duration) bool {
-	if isClosed(done) {
-		return true
+	if !isClosed(done) {
+		sleep(context.Background(), clock, d, done)
 	}
-	if d <= 0 {
-		return false
-	}
-	expired := make(chan struct{})
-	t := clock.AfterFunc(d, func() { close(expired) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-expired:
-		return false
-	}
+	return isClosed(done)
 }

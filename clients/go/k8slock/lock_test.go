@@ -22,17 +22,7 @@ import (
 
 var shared *testserver.Server
 
-func TestMain(m *testing.M) {
-	s, err := testserver.Launch(testserver.Options{Tokens: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = s
-	code := m.Run()
-	s.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Tokens: true}, &shared) }
 
 var count atomic.Int64
 

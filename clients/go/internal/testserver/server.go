@@ -58,6 +58,20 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
+// Main runs a package's tests with one server started with o, shared through *shared, and stops
+// it afterwards (for TestMain).
+func Main(m *testing.M, o Options, shared **Server) {
+	s, err := Launch(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*shared = s
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
 // Launch starts a server; the caller stops it.
 func Launch(o Options) (*Server, error) {
 	repo, err := Repo()
