@@ -2,7 +2,7 @@
 // them to a sink, but only while it leads, and it passes its term downstream so the sink can
 // refuse a deposed leader's late sends (docs/fencing.md). Run several replicas; one sends.
 //
-//	LEASEHOLD_URL=http://127.0.0.1:8787 LEASEHOLD_TOKEN=... SINK=http://sink.example/ go run ./examples/adapter
+//	LEASEHOLD_STORE=http://127.0.0.1:8787 LEASEHOLD_TOKEN=... SINK=http://sink.example/ go run ./examples/adapter
 package main
 
 import (
@@ -23,7 +23,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client, err := leasehold.NewClient(os.Getenv("LEASEHOLD_URL"), leasehold.ClientOptions{Token: os.Getenv("LEASEHOLD_TOKEN")})
+	client, err := leasehold.NewClient(os.Getenv("LEASEHOLD_STORE"), leasehold.ClientOptions{Token: os.Getenv("LEASEHOLD_TOKEN")})
 	if err != nil {
 		log.Fatal(err)
 	}

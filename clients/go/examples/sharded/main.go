@@ -2,7 +2,7 @@
 // worked on by one replica at a time, with its own fencing term. A key belongs to bucket
 // BucketOf(key, b.Buckets); a replica handles the keys of the buckets it holds.
 //
-//	LEASEHOLD_URL=http://127.0.0.1:8787 LEASEHOLD_TOKEN=... MEMBER=$HOSTNAME go run ./examples/sharded
+//	LEASEHOLD_STORE=http://127.0.0.1:8787 LEASEHOLD_TOKEN=... MEMBER=$HOSTNAME go run ./examples/sharded
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client, err := leasehold.NewClient(os.Getenv("LEASEHOLD_URL"), leasehold.ClientOptions{Token: os.Getenv("LEASEHOLD_TOKEN")})
+	client, err := leasehold.NewClient(os.Getenv("LEASEHOLD_STORE"), leasehold.ClientOptions{Token: os.Getenv("LEASEHOLD_TOKEN")})
 	if err != nil {
 		log.Fatal(err)
 	}
