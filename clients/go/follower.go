@@ -40,6 +40,11 @@ func (e *Elector) campaign(ctx context.Context) (*tenure, error) {
 			continue
 		}
 		at := e.takeoverAt(o)
+		if o.lease != nil && o.lease.Holder == e.identity && pending[o.lease.Term] {
+			// Our own acquire, whose answer was lost, shows in what the server holds: send it
+			// again now (a renewal of our own lease) rather than wait it out as someone else's.
+			at = o.seenAt
+		}
 		if o.seenAt.Equal(refused.seenAt) && o.free == refused.free && at.Before(notBefore) {
 			at = notBefore
 		}
