@@ -3,12 +3,17 @@
  * as if the process died) at a random instant of its renewal cycle; we time until the follower
  * leads. Ours against the client-go-style polling elector (bench/support/polling-elector.ts) with
  * the same leaseMs and retryMs, on the memory store (which pushes changes to our follower) and on
- * SQLite (no push: our follower polls every retryMs). Real time; many leases run side by side so
- * the 15 s lease needs one round.
+ * SQLite (no push: our follower polls every retryMs), and ours over the HTTP API (HttpStore, each
+ * candidate its own instance, the API on SQLite with the default maxSkewMs of 1000 ms: the API
+ * refuses a takeover until its own clock, with that bound, says the lease expired, and the
+ * follower tries again after retryMs). Real time; many leases run side by side so the 15 s lease
+ * needs one round.
  *
  * The bound: a follower that waits out the lease on its own clock cannot lead sooner than leaseMs
  * after the last renewal it saw, so "last write -> new leader" is >= leaseMs for both algorithms.
  */
+import { serve } from "../src/runtime/node.js";
+import { HttpStore } from "../src/stores/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import type { Algorithm } from "./support/common.js";
@@ -26,7 +31,13 @@ export async function run(): Promise<Table[]> {
   const dir = tempDir("failover");
   const memory = new MemoryStore();
   const sqlite = new SqliteStore({ path: dir.path("failover.db") });
-  const stores = { memory: () => memory, sqlite: () => sqlite };
+  const apiStore = new SqliteStore({ path: dir.path("failover-api.db") });
+  const server = await serve({ store: apiStore, host: "127.0.0.1", port: 0, insecureNoAuth: true });
+  const stores = {
+    memory: () => memory,
+    sqlite: () => sqlite,
+    "http (API, maxSkewMs 1000) -> sqlite": () => new HttpStore({ baseUrl: server.url }),
+  };
   const samples: PairSample[] = [];
   const anomalies: string[] = [];
   try {
@@ -35,6 +46,8 @@ export async function run(): Promise<Table[]> {
         const specs: PairSpec[] = [];
         for (const [storeName, store] of Object.entries(stores)) {
           for (const algorithm of ALGORITHMS) {
+            // Over HTTP the library's elector only: the polling elector is the baseline of the local stores.
+            if (storeName.startsWith("http") && algorithm !== "ours") continue;
             for (let i = 0; i < PARALLEL; i++) {
               specs.push({ group: `${storeName}|${algorithm}|${leaseMs}`, algorithm, store, leaseMs });
             }
@@ -52,6 +65,8 @@ export async function run(): Promise<Table[]> {
       }
     }
   } finally {
+    await server.close();
+    await apiStore.close();
     await sqlite.close();
     dir.remove();
   }

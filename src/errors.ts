@@ -45,6 +45,26 @@ export class LeaseStoreError extends LeaseholdError {
   }
 }
 
+/**
+ * Thrown by the HTTP store when the API refuses a write by its holding rules (docs/security.md):
+ * the lease is still held, by the server's clock (`renewedAt + leaseMs + maxSkewMs`), by another
+ * holder or by this holder name from another process; or a term is continued by a process that
+ * did not take it. Certainly not applied (`ambiguous: false`): the elector counts it a failed call
+ * and tries again after `retryMs`, never at once. `retryAfterMs`: when the server expects the lease
+ * to be free, when it said.
+ */
+export class LeaseStillHeldError extends LeaseStoreError {
+  override name = "LeaseStillHeldError";
+  constructor(
+    readonly lease: string,
+    message: string,
+    readonly retryAfterMs: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, { ambiguous: false, ...options });
+  }
+}
+
 /** One failing field of a rejected input: a dotted path and what was expected. */
 export interface FieldIssue {
   path: string;
@@ -160,13 +180,16 @@ export class BucketLostError extends LeadershipLostError {
  */
 export class LeaseholdApiError extends LeaseholdError {
   override name = "LeaseholdApiError";
+  /** The answer's `Retry-After`, in seconds, when it had one (429, 503, a 409 for a lease still held). */
+  readonly retryAfter: number | undefined;
   constructor(
     readonly status: number,
     readonly problem: ProblemView | undefined,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfter?: number },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.retryAfter = options?.retryAfter;
   }
 }
 
@@ -243,6 +266,7 @@ const ALL = [
   "LeaseholdError",
   "LeaseConflictError",
   "LeaseStoreError",
+  "LeaseStillHeldError",
   "LeaseValidationError",
   "LeaseTermRuleError",
   "LeaseCorruptError",
@@ -259,7 +283,11 @@ const ALL = [
 export const isLeaseholdError = (error: unknown): error is LeaseholdError => named(error, ALL);
 export const isLeaseConflictError = (error: unknown): error is LeaseConflictError =>
   named(error, ["LeaseConflictError"]);
-export const isLeaseStoreError = (error: unknown): error is LeaseStoreError => named(error, ["LeaseStoreError"]);
+/** Includes `LeaseStillHeldError`, a store's refusal that certainly did not apply. */
+export const isLeaseStoreError = (error: unknown): error is LeaseStoreError =>
+  named(error, ["LeaseStoreError", "LeaseStillHeldError"]);
+export const isLeaseStillHeldError = (error: unknown): error is LeaseStillHeldError =>
+  named(error, ["LeaseStillHeldError"]);
 /** Includes `LeaseTermRuleError`, a kind of validation error. */
 export const isLeaseValidationError = (error: unknown): error is LeaseValidationError =>
   named(error, ["LeaseValidationError", "LeaseTermRuleError"]);

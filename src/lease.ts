@@ -13,16 +13,45 @@ export const MAX_METADATA_BYTES = 1024;
 export const MIN_LEASE_MS = 10;
 export const MAX_LEASE_MS = 24 * 60 * 60 * 1000;
 
-export const NAME_PATTERN = /^[a-z0-9]([a-z0-9._/-]{0,190}[a-z0-9])?$/;
-export const PREFIX_PATTERN = /^[a-z0-9._/-]{0,192}$/;
+/**
+ * Names are paths that cannot move (docs/design.md §1): "/"-separated segments, each of a-z 0-9
+ * . _ - starting and ending with a letter or digit. So no segment is empty, "." or "..", which a
+ * URL parser, an SDK or an object store could resolve to another name (`a/../b` is `b` to the
+ * Azure SDK and to a POSIX-backed S3 server), and a scope that names a prefix keeps its meaning.
+ * One rule for every route, store and URL; the length (at most MAX_NAME_LENGTH) is checked beside
+ * it. Written without flags or lookarounds: the API publishes this very pattern, and it reads the
+ * same in ECMA-262, Python, Go and Rust engines.
+ */
+export const NAME_PATTERN = /^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(\/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$/;
 
-export const nameSchema = z.string({ error: "expected a string" }).regex(NAME_PATTERN, {
-  error: `expected 1-${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`,
-});
+/**
+ * A listing or scope prefix: whole segments, each followed by "/", then at most the start of one
+ * more segment (`adapters/`, `adapters/bill`, `jobs/run-`). Every name starting with it is a name
+ * under the same rule, and no prefix can name a dot segment.
+ */
+export const PREFIX_PATTERN = /^([a-z0-9]([a-z0-9._-]*[a-z0-9])?\/)*([a-z0-9][a-z0-9._-]*)?$/;
+
+/** The rule in words, for every message that refuses a name. */
+export const NAME_RULE = `expected 1-${MAX_NAME_LENGTH} characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)`;
+
+export const nameSchema = z
+  .string({ error: "expected a string" })
+  .max(MAX_NAME_LENGTH, { error: NAME_RULE, abort: true })
+  .regex(NAME_PATTERN, { error: NAME_RULE });
 
 export const prefixSchema = z
   .string({ error: "expected a string" })
-  .regex(PREFIX_PATTERN, { error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -` });
+  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
+  .regex(PREFIX_PATTERN, {
+    error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -: whole name segments, each ending in "/", then the start of one more (no empty, "." or ".." segment)`,
+  });
+
+/**
+ * The rule names had in earlier releases: any of a-z 0-9 . _ / - between a letter or digit at each
+ * end. Only for reading a record a store already holds under such a name (a listing shows it as it
+ * is); no route or store call accepts the name.
+ */
+const LEGACY_NAME_PATTERN = /^[a-z0-9]([a-z0-9._/-]{0,190}[a-z0-9])?$/;
 
 /**
  * No control characters (Unicode Cc: U+0000-001F, U+007F-009F): a holder ends up in logs, headers
@@ -54,10 +83,70 @@ export const leaseMsSchema = z
 
 const utf8 = new TextEncoder();
 
+/**
+ * Metadata keys starting with this are the server's own (docs/design.md §1): a caller may not
+ * send one, no response shows one, and they do not count towards the caller's 1 KiB.
+ */
+export const RESERVED_METADATA_PREFIX = "leasehold.";
+
+/**
+ * The SHA-256 digest (base64url, 43 characters) of the `instance` of the process holding the
+ * lease, written by the API (src/api/instance.ts): a renewal, release or repeated acquisition must
+ * come from the instance whose digest this is. The instance itself is never stored.
+ */
+export const INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}instance`;
+
+/** The reserved keys a record may carry, and what their values look like. */
+const RESERVED_METADATA: Record<string, RegExp> = { [INSTANCE_DIGEST_KEY]: /^[A-Za-z0-9_-]{43}$/ };
+
+export const isReservedKey = (key: string): boolean => key.startsWith(RESERVED_METADATA_PREFIX);
+
+/** The caller's part of a metadata map: without the reserved keys. */
+export function callerMetadata(metadata: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(metadata)) if (!isReservedKey(k)) out[k] = v;
+  return out;
+}
+
+/** A metadata map as callers send it: strings, at most 1 KiB as JSON, no reserved key. */
+export const callerMetadataSchema = z
+  .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
+  .superRefine((m, ctx) => {
+    for (const key of Object.keys(m)) {
+      if (isReservedKey(key)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: `expected no key starting with "${RESERVED_METADATA_PREFIX}" (reserved for the server)`,
+        });
+      }
+    }
+    if (utf8.encode(JSON.stringify(m)).length > MAX_METADATA_BYTES) {
+      ctx.addIssue({ code: "custom", message: `expected at most ${MAX_METADATA_BYTES} bytes as JSON` });
+    }
+  });
+
+/**
+ * A record's metadata: the caller's (at most 1 KiB as JSON) and the server's reserved keys, each
+ * known and well-formed, so the whole map stays bounded.
+ */
 export const metadataSchema = z
   .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
-  .refine((m) => utf8.encode(JSON.stringify(m)).length <= MAX_METADATA_BYTES, {
-    error: `expected at most ${MAX_METADATA_BYTES} bytes as JSON`,
+  .superRefine((m, ctx) => {
+    for (const [key, value] of Object.entries(m)) {
+      if (!isReservedKey(key)) continue;
+      const shape = RESERVED_METADATA[key];
+      if (!shape?.test(value)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: shape ? "expected a SHA-256 digest in base64url" : "expected no unknown reserved key",
+        });
+      }
+    }
+    if (utf8.encode(JSON.stringify(callerMetadata(m))).length > MAX_METADATA_BYTES) {
+      ctx.addIssue({ code: "custom", message: `expected at most ${MAX_METADATA_BYTES} bytes as JSON` });
+    }
   });
 
 const wallMsSchema = z
@@ -77,6 +166,11 @@ export const recordSchema = z.strictObject({
   renewedAt: wallMsSchema,
   metadata: metadataSchema,
   writeId: z.string({ error: "expected a string" }).min(1).max(64),
+});
+
+/** A record as read back: a name written under the earlier, looser rule is still readable. */
+const storedRecordSchema = recordSchema.extend({
+  name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
 });
 
 /** One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`. */
@@ -191,7 +285,7 @@ export function parseRecord(name: string, raw: unknown): LeaseRecord {
       throw new LeaseCorruptError(name, [{ path: "", message: "not valid JSON" }], { cause });
     }
   }
-  const result = recordSchema.safeParse(value);
+  const result = storedRecordSchema.safeParse(value);
   if (!result.success) throw new LeaseCorruptError(name, zodIssues(result.error));
   if (result.data.name !== name) {
     throw new LeaseCorruptError(name, [{ path: "name", message: `record names "${result.data.name}"` }]);

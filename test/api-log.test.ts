@@ -13,11 +13,14 @@ import type { LeaseStore } from "../src/lease.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { repo, until } from "./support/cli-processes.js";
 
-const post = (url: string, path: string, body: unknown) =>
+/** Every write of this process carries its instance. */
+const INSTANCE = crypto.randomUUID();
+
+const post = (url: string, path: string, body: object) =>
   fetch(`${url}${path}`, {
     method: "POST",
     headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-    body: JSON.stringify(body),
+    body: JSON.stringify({ instance: INSTANCE, ...body }),
   });
 
 describe("createLogger", () => {
@@ -55,11 +58,28 @@ describe("what the server logs", () => {
       expect((await post(api.url, `${path}/renew`, { holder: "a", term: 1 })).status).toBe(200);
       expect((await post(api.url, `${path}/release`, { holder: "a", term: 1 })).status).toBe(200);
       expect((await post(api.url, `${path}/acquire`, { holder: "b", leaseMs: 60_000 })).status).toBe(200);
+      // Each names the token that made the change (its name, never the token).
       expect(lines).toEqual([
-        "leasehold: lease holder changed lease=jobs/logged from=null to=a term=1",
-        "leasehold: lease holder changed lease=jobs/logged from=a to=null term=1",
-        "leasehold: lease holder changed lease=jobs/logged from=null to=b term=2",
+        "leasehold: lease holder changed lease=jobs/logged from=null to=a term=1 by=admin",
+        "leasehold: lease holder changed lease=jobs/logged from=a to=null term=1 by=admin",
+        "leasehold: lease holder changed lease=jobs/logged from=null to=b term=2 by=admin",
       ]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("holders that could forge or hide lines (line separators, bidi controls) are escaped, and no instance is logged", async () => {
+    const lines: string[] = [];
+    const api = await startApi({ log: createLogger("text", (l) => lines.push(l)) });
+    try {
+      const holder = "evil\u2028leasehold: lease holder changed lease=jobs/x to=admin\u202e";
+      expect((await post(api.url, "/v1/leases/jobs%2Fforged/acquire", { holder, leaseMs: 60_000 })).status).toBe(200);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain("\\u2028");
+      expect(lines[0]).toContain("\\u202e");
+      expect(lines[0]).not.toMatch(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+      expect(lines.join("\n")).not.toContain(INSTANCE);
     } finally {
       await api.close();
     }
@@ -137,7 +157,7 @@ describe("LEASEHOLD_LOG=json on npm start's entry", () => {
     const res = await fetch(`${url}/v1/leases/jobs%2Fjson/acquire`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ holder: "a", leaseMs: 5000 }),
+      body: JSON.stringify({ holder: "a", instance: INSTANCE, leaseMs: 5000 }),
     });
     expect(res.status).toBe(200);
     await until("the holder change", () => stderr.includes("lease holder changed"));
@@ -148,6 +168,8 @@ describe("LEASEHOLD_LOG=json on npm start's entry", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((l) => l.msg)).toEqual([started.msg, "lease holder changed", "SIGTERM: shutting down"]);
-    expect(lines[1]).toMatchObject({ level: "info", lease: "jobs/json", from: null, to: "a", term: 1 });
+    expect(lines[1]).toMatchObject({ level: "info", lease: "jobs/json", from: null, to: "a", term: 1, by: "anyone" });
+    // The instance is proof of who holds the lease: it is never logged (only its digest is kept).
+    expect(stderr).not.toContain(INSTANCE);
   });
 });

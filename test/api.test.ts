@@ -1,5 +1,5 @@
-/** Every route, error status and auth scope of the API, over real HTTP to the Node server. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+/** Every route, error status and auth scope of the API, in process (app.fetch, no socket). */
+import { describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { LeaseCorruptError, LeaseStoreError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
@@ -8,12 +8,12 @@ import type { LeaseStore } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
+import { inProcessApi } from "./support/in-process-api.js";
 
-let api: Awaited<ReturnType<typeof startApi>>;
-beforeAll(async () => {
-  api = await startApi({ watchPollMs: 50, heartbeatMs: 100 });
-});
-afterAll(() => api.close());
+const api = inProcessApi({ watchPollMs: 50, heartbeatMs: 100 });
+/** This test process's instance: every lease write of it carries this one. */
+const INSTANCE = crypto.randomUUID();
+const instanced = { "Leasehold-Instance": INSTANCE };
 
 const path = (name: string, suffix = "") => `${LeaseholdClient.leasePath(name)}${suffix}`;
 
@@ -24,7 +24,7 @@ async function call(
   options: { token?: string | null; headers?: Record<string, string>; raw?: string } = {},
 ) {
   const token = options.token === undefined ? TOKENS.admin : options.token;
-  const res = await fetch(`${api.url}${p}`, {
+  const res = await api.fetch(`${api.url}${p}`, {
     method,
     headers: {
       ...(token ? { Authorization: `Bearer ${token}` } : {}),
@@ -50,7 +50,14 @@ function expectProblem(r: Awaited<ReturnType<typeof call>>, status: number, kind
 }
 
 const acquire = (name: string, holder: string, extra: Record<string, unknown> = {}, token?: string) =>
-  call("POST", path(name, "/acquire"), { holder, leaseMs: 10_000, ...extra }, token === undefined ? {} : { token });
+  call(
+    "POST",
+    path(name, "/acquire"),
+    { holder, instance: INSTANCE, leaseMs: 10_000, ...extra },
+    token === undefined ? {} : { token },
+  );
+/** A renew or release body of this process. */
+const held = (holder: string, term: number) => ({ holder, instance: INSTANCE, term });
 
 describe("lease lifecycle", () => {
   it("acquire, renew by re-acquire and renew, conflict for others, release keeps the term, re-acquire bumps it", async () => {
@@ -72,23 +79,23 @@ describe("lease lifecycle", () => {
     expectProblem(bob, 409, "conflict");
     expect(bob.body).toMatchObject({ leader: false, lease: { holder: "alice", term: 1 } });
 
-    const renewed = await call("POST", path(name, "/renew"), { holder: "alice", term: 1 });
+    const renewed = await call("POST", path(name, "/renew"), held("alice", 1));
     expect(renewed.body).toMatchObject({ leader: true, lease: { holder: "alice", term: 1 } });
-    expectProblem(await call("POST", path(name, "/renew"), { holder: "bob", term: 1 }), 409, "conflict");
-    expectProblem(await call("POST", path(name, "/renew"), { holder: "alice", term: 2 }), 409, "conflict");
+    expectProblem(await call("POST", path(name, "/renew"), held("bob", 1)), 409, "conflict");
+    expectProblem(await call("POST", path(name, "/renew"), held("alice", 2)), 409, "conflict");
     expectProblem(
-      await call("POST", path(name, "/renew"), { holder: "alice", term: 1 }, { token: TOKENS.reader }),
+      await call("POST", path(name, "/renew"), held("alice", 1), { token: TOKENS.reader }),
       403,
       "forbidden",
     );
 
-    expectProblem(await call("POST", path(name, "/release"), { holder: "bob", term: 1 }), 409, "conflict");
-    const released = await call("POST", path(name, "/release"), { holder: "alice", term: 1 });
+    expectProblem(await call("POST", path(name, "/release"), held("bob", 1)), 409, "conflict");
+    const released = await call("POST", path(name, "/release"), held("alice", 1));
     expect(released.body).toMatchObject({ leader: false, lease: { holder: null, term: 1 } });
-    const twice = await call("POST", path(name, "/release"), { holder: "alice", term: 1 });
+    const twice = await call("POST", path(name, "/release"), held("alice", 1));
     expect(twice.status).toBe(200);
     expect(twice.body.lease.revision).toBe(released.body.lease.revision);
-    expectProblem(await call("POST", path(name, "/renew"), { holder: "alice", term: 1 }), 409, "conflict");
+    expectProblem(await call("POST", path(name, "/renew"), held("alice", 1)), 409, "conflict");
 
     const b = await acquire(name, "bob");
     expect(b.body).toMatchObject({ leader: true, lease: { holder: "bob", term: 2 } });
@@ -98,36 +105,36 @@ describe("lease lifecycle", () => {
 
   it("renew and release of a lease that never existed: 404; GET of one: 404", async () => {
     const name = uniqueName();
-    expectProblem(await call("POST", path(name, "/renew"), { holder: "a", term: 1 }), 404, "not-found");
-    expectProblem(await call("POST", path(name, "/release"), { holder: "a", term: 1 }), 404, "not-found");
+    expectProblem(await call("POST", path(name, "/renew"), held("a", 1)), 404, "not-found");
+    expectProblem(await call("POST", path(name, "/release"), held("a", 1)), 404, "not-found");
     expectProblem(await call("GET", path(name)), 404, "not-found");
   });
 
   it("expiry is judged by renewedAt + leaseMs + maxSkewMs on the server's clock", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 2) });
-    const local = await startApi({ clock, maxSkewMs: 500 });
-    try {
+    const local = inProcessApi({ clock, maxSkewMs: 500 });
+    {
       const name = uniqueName();
       const post = (suffix: string, body: unknown) =>
-        fetch(`${local.url}${path(name, suffix)}`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        }).then(async (r) => ({ status: r.status, body: await r.json() }));
-      expect((await post("/acquire", { holder: "a", leaseMs: 1000 })).status).toBe(200);
+        local
+          .fetch(`${local.url}${path(name, suffix)}`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+            body: JSON.stringify(body),
+          })
+          .then(async (r) => ({ status: r.status, body: await r.json() }));
+      expect((await post("/acquire", { holder: "a", instance: INSTANCE, leaseMs: 1000 })).status).toBe(200);
       await clock.advance(1500); // renewedAt + leaseMs + maxSkewMs: not yet past
-      expect((await post("/acquire", { holder: "b", leaseMs: 1000 })).status).toBe(409);
+      expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
       await clock.advance(1);
-      const b = await post("/acquire", { holder: "b", leaseMs: 1000 });
+      const b = await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 });
       expect(b.body).toMatchObject({ leader: true, lease: { holder: "b", term: 2 } });
       // The old holder's renewal of its term is refused: the lease moved on.
-      expect((await post("/renew", { holder: "a", term: 1 })).status).toBe(409);
+      expect((await post("/renew", held("a", 1))).status).toBe(409);
       // An expired holder re-acquiring gets a new term, never the old one.
       await clock.advance(1501);
-      expect((await post("/renew", { holder: "b", term: 2 })).status).toBe(409);
-      expect((await post("/acquire", { holder: "b", leaseMs: 1000 })).body.lease.term).toBe(3);
-    } finally {
-      await local.close();
+      expect((await post("/renew", held("b", 2))).status).toBe(409);
+      expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).body.lease.term).toBe(3);
     }
   });
 
@@ -159,18 +166,22 @@ describe("raw compare-and-swap (PUT)", () => {
   });
   it("creates with If-None-Match, replaces with If-Match, refuses a stale revision with the current lease", async () => {
     const name = uniqueName();
-    expectProblem(await call("PUT", path(name), body()), 428, "precondition-required");
-    const created = await call("PUT", path(name), body(), { headers: { "If-None-Match": "*" } });
+    expectProblem(await call("PUT", path(name), body(), { headers: instanced }), 428, "precondition-required");
+    const created = await call("PUT", path(name), body(), { headers: { ...instanced, "If-None-Match": "*" } });
     expect(created.status).toBe(201);
     expectProblem(
-      await call("PUT", path(name), body(), { headers: { "If-None-Match": "*" } }),
+      await call("PUT", path(name), body(), { headers: { ...instanced, "If-None-Match": "*" } }),
       412,
       "precondition-failed",
     );
     const rev = created.body.revision;
-    const replaced = await call("PUT", path(name), body({ writeId: "w-2" }), { headers: { "If-Match": `"${rev}"` } });
+    const replaced = await call("PUT", path(name), body({ writeId: "w-2" }), {
+      headers: { ...instanced, "If-Match": `"${rev}"` },
+    });
     expect(replaced.body).toMatchObject({ writeId: "w-2" });
-    const stale = await call("PUT", path(name), body({ writeId: "w-3" }), { headers: { "If-Match": `"${rev}"` } });
+    const stale = await call("PUT", path(name), body({ writeId: "w-3" }), {
+      headers: { ...instanced, "If-Match": `"${rev}"` },
+    });
     expectProblem(stale, 412, "precondition-failed");
     expect(stale.body.lease).toMatchObject({ writeId: "w-2", revision: replaced.body.revision });
     expectProblem(
@@ -186,7 +197,7 @@ describe("raw compare-and-swap (PUT)", () => {
     const name = uniqueName();
     const held = await acquire(name, "a", { leaseMs: 60_000 });
     expect(held.body.lease).toMatchObject({ holder: "a", term: 1 });
-    const ifMatch = { headers: { "If-Match": `"${held.body.lease.revision}"` } };
+    const ifMatch = { headers: { ...instanced, "If-Match": `"${held.body.lease.revision}"` } };
     const refused = [
       // The reproduction from the issue: a live lease given away at term 0.
       [body({ holder: "someone-else", term: 0, leaseMs: 60_000, acquiredAt: 0 }), "term-decreased"],
@@ -205,7 +216,7 @@ describe("raw compare-and-swap (PUT)", () => {
     // A release keeps the term; from free, a new holder takes exactly term + 1.
     const released = await call("PUT", path(name), body({ holder: null, term: 1, writeId: "rel" }), ifMatch);
     expect(released.body).toMatchObject({ holder: null, term: 1 });
-    const fromFree = { headers: { "If-Match": `"${released.body.revision}"` } };
+    const fromFree = { headers: { ...instanced, "If-Match": `"${released.body.revision}"` } };
     const sameTerm = await call("PUT", path(name), body({ holder: "b", term: 1 }), fromFree);
     expectProblem(sameTerm, 409, "term-rule");
     expect(sameTerm.body.rule).toBe("new-holder-needs-next-term");
@@ -213,16 +224,16 @@ describe("raw compare-and-swap (PUT)", () => {
     expect(taken.body).toMatchObject({ holder: "b", term: 2 });
     // The same holder renews at its term, or re-acquires at term + 1.
     const renewed = await call("PUT", path(name), body({ holder: "b", term: 2, writeId: "b2r" }), {
-      headers: { "If-Match": `"${taken.body.revision}"` },
+      headers: { ...instanced, "If-Match": `"${taken.body.revision}"` },
     });
     expect(renewed.body).toMatchObject({ holder: "b", term: 2 });
     const again = await call("PUT", path(name), body({ holder: "b", term: 3, writeId: "b3" }), {
-      headers: { "If-Match": `"${renewed.body.revision}"` },
+      headers: { ...instanced, "If-Match": `"${renewed.body.revision}"` },
     });
     expect(again.body).toMatchObject({ holder: "b", term: 3 });
     // A create names a holder from term 1 up (any higher start only raises the fencing token).
     const fresh = uniqueName();
-    const zero = await call("PUT", path(fresh), body({ term: 0 }), { headers: { "If-None-Match": "*" } });
+    const zero = await call("PUT", path(fresh), body({ term: 0 }), { headers: { ...instanced, "If-None-Match": "*" } });
     expectProblem(zero, 409, "term-rule");
     expect(zero.body.rule).toBe("create-needs-term");
     expectProblem(await call("GET", path(fresh)), 404, "not-found");
@@ -250,7 +261,7 @@ describe("raw compare-and-swap (PUT)", () => {
       expect(r.headers.get("retry-after")).toBeNull();
       expect(JSON.stringify(r.body)).not.toMatch(/\/(tmp|var|home|work)\//);
     }
-    const stale = await call("PUT", path(name), takeover, { headers: { "If-Match": '"999"' } });
+    const stale = await call("PUT", path(name), takeover, { headers: { ...instanced, "If-Match": '"999"' } });
     expectProblem(stale, 412, "precondition-failed");
     expect(stale.body.lease).toEqual(held.body.lease);
     expect((await call("GET", path(name))).body).toEqual(held.body.lease);
@@ -282,16 +293,18 @@ describe("errors", () => {
     [
       "no content type",
       () =>
-        fetch(`${api.url}${path(name, "/acquire")}`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${TOKENS.admin}` },
-          body: new Uint8Array([123, 125]),
-        }).then(async (r) => ({
-          status: r.status,
-          type: r.headers.get("content-type") ?? "",
-          headers: r.headers,
-          body: await r.json(),
-        })),
+        api
+          .fetch(`${api.url}${path(name, "/acquire")}`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${TOKENS.admin}` },
+            body: new Uint8Array([123, 125]),
+          })
+          .then(async (r) => ({
+            status: r.status,
+            type: r.headers.get("content-type") ?? "",
+            headers: r.headers,
+            body: await r.json(),
+          })),
       415,
       "unsupported-media-type",
     ],
@@ -326,12 +339,12 @@ describe("errors", () => {
         return memory.put(next, expected);
       },
     };
-    const local = await startApi({ store: corrupt });
-    try {
-      const post = await fetch(`${local.url}${path("jobs/broken", "/acquire")}`, {
+    const local = inProcessApi({ store: corrupt });
+    {
+      const post = await local.fetch(`${local.url}${path("jobs/broken", "/acquire")}`, {
         method: "POST",
         headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ holder: "a", leaseMs: 1000 }),
+        body: JSON.stringify({ holder: "a", instance: INSTANCE, leaseMs: 1000 }),
       });
       expect(post.status).toBe(500);
       expect(post.headers.get("content-type")).toBe("application/problem+json");
@@ -340,8 +353,6 @@ describe("errors", () => {
         detail: expect.stringContaining('lease "jobs/broken" holds a record leasehold cannot read'),
       });
       expect(writes).toBe(0);
-    } finally {
-      await local.close();
     }
   });
 
@@ -352,12 +363,12 @@ describe("errors", () => {
         throw new LeaseStoreError("injected timeout at /var/lib/secret/leasehold.db", { ambiguous: true });
       },
     };
-    const local = await startApi({ store: failing });
-    try {
-      const r = await fetch(`${local.url}${path("x", "/acquire")}`, {
+    const local = inProcessApi({ store: failing });
+    {
+      const r = await local.fetch(`${local.url}${path("x", "/acquire")}`, {
         method: "POST",
         headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ holder: "a", leaseMs: 1000 }),
+        body: JSON.stringify({ holder: "a", instance: INSTANCE, leaseMs: 1000 }),
       });
       expect(r.status).toBe(503);
       expect(r.headers.get("retry-after")).toBe("1");
@@ -367,8 +378,6 @@ describe("errors", () => {
         "the store failed during put; a write may or may not have applied, and is settled by reading; retry",
       );
       expect(detail).not.toContain("/var/lib");
-    } finally {
-      await local.close();
     }
   });
 });
@@ -423,7 +432,7 @@ describe("watch (Server-Sent Events)", () => {
   it("sends the current state first, then each change, including a release made through another request", async () => {
     const name = uniqueName("watch");
     const a = await acquire(name, "alice");
-    const client = new LeaseholdClient({ baseUrl: api.url, token: TOKENS.admin });
+    const client = api.client(TOKENS.admin);
     const stop = new AbortController();
     const events: Array<{ holder: string | null | undefined; free: boolean }> = [];
     const seen = (async () => {
@@ -433,7 +442,7 @@ describe("watch (Server-Sent Events)", () => {
       }
     })().catch(() => undefined);
     await waitFor(() => events.length >= 1);
-    await call("POST", path(name, "/release"), { holder: "alice", term: a.body.lease.term });
+    await call("POST", path(name, "/release"), held("alice", a.body.lease.term));
     await waitFor(() => events.length >= 2);
     await acquire(name, "bob");
     await seen;
@@ -446,28 +455,25 @@ describe("watch (Server-Sent Events)", () => {
 
   it("sees writes made by another API instance on the same store (poll)", async () => {
     const shared = new MemoryStore();
-    const one = await startApi({ store: shared, watchPollMs: 50 });
-    const two = await startApi({ store: shared, watchPollMs: 50 });
-    try {
+    const one = inProcessApi({ store: shared, watchPollMs: 50 });
+    const two = inProcessApi({ store: shared, watchPollMs: 50 });
+    {
       const name = uniqueName("multi");
       const stop = new AbortController();
       const holders: Array<string | null | undefined> = [];
       const watching = (async () => {
-        for await (const e of new LeaseholdClient({ baseUrl: one.url, token: TOKENS.admin }).watch(name, stop.signal)) {
+        for await (const e of one.client(TOKENS.admin).watch(name, stop.signal)) {
           holders.push(e.lease?.holder ?? null);
           if (holders.length === 2) stop.abort();
         }
       })().catch(() => undefined);
       await waitFor(() => holders.length >= 1);
-      await new LeaseholdClient({ baseUrl: two.url, token: TOKENS.admin }).acquire(name, {
+      await two.client(TOKENS.admin).acquire(name, {
         holder: "elsewhere",
         leaseMs: 5000,
       });
       await watching;
       expect(holders).toEqual([null, "elsewhere"]);
-    } finally {
-      await one.close();
-      await two.close();
     }
   });
 });
@@ -493,7 +499,7 @@ describe("service routes", () => {
         "/v1/leases",
       ]),
     );
-    expect(doc.components.schemas.AcquireRequest.required).toEqual(["holder", "leaseMs"]);
+    expect(doc.components.schemas.AcquireRequest.required).toEqual(["holder", "instance", "leaseMs"]);
   });
 });
 

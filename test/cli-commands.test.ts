@@ -15,6 +15,7 @@ import { type LeaseRecord, newWriteId, type Stored } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
+import { TEST_INSTANCE } from "./support/api-server.js";
 import { type Cli, CliProcesses, repo, until } from "./support/cli-processes.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
@@ -194,10 +195,10 @@ describe("status --group", () => {
       const api = new LeaseholdClient({ baseUrl: server.url });
       const beat = (member: string, instance: string) =>
         api.heartbeat(group, member, { instance, leaseMs: 60_000, buckets: 16 });
-      await beat("a", "i-a");
-      const c = await beat("c", "i-c");
-      await api.leave(group, "c", { instance: "i-c", session: c.session });
-      await beat("b", "i-b");
+      await beat("a", "instance-a-0000000000001");
+      const c = await beat("c", "instance-c-0000000000001");
+      await api.leave(group, "c", { instance: "instance-c-0000000000001", session: c.session });
+      await beat("b", "instance-b-0000000000001");
     } finally {
       await server.close();
     }
@@ -371,7 +372,7 @@ describe.runIf(nodeRuntime)("serve", () => {
 
 const SERVE_TOKEN = "serve-env-token-0123456789";
 const SERVE_TOKENS = JSON.stringify([
-  { name: "ci", token: SERVE_TOKEN, prefixes: ["jobs/"], verbs: ["read", "write"] },
+  { name: "ci", token: SERVE_TOKEN, prefixes: ["jobs/"], verbs: ["read", "write", "cas"] },
 ]);
 /** Every server variable unset unless a test sets it: the parent's environment must not leak in. */
 const NO_SERVER_VARIABLES = {
@@ -467,7 +468,7 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
     fetch(`${url}/v1/leases/${encodeURIComponent(name)}/acquire`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ holder: "h", leaseMs: 5000 }),
+      body: JSON.stringify({ holder: "h", instance: TEST_INSTANCE, leaseMs: 5000 }),
     });
 
   it("PORT, LEASEHOLD_DB, LEASEHOLD_TOKENS, LEASEHOLD_MAX_SKEW_MS, LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS", async () => {
@@ -483,7 +484,7 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(url).not.toContain(":8787");
     expect(line).toBe(
-      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200`,
+      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write+cas on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200`,
     );
     expect(cli.stderr()).not.toContain(SERVE_TOKEN);
     // LEASEHOLD_TOKENS: a token is required, and the lease lands in LEASEHOLD_DB.
@@ -495,7 +496,12 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
     // LEASEHOLD_MAX_SKEW_MS: a writer's acquiredAt 4 s ahead passes the 5 s bound (the default 1 s refuses it).
     const put = await fetch(`${url}/v1/leases/${encodeURIComponent("jobs/ahead")}`, {
       method: "PUT",
-      headers: { "content-type": "application/json", "if-none-match": "*", authorization: `Bearer ${SERVE_TOKEN}` },
+      headers: {
+        "content-type": "application/json",
+        "if-none-match": "*",
+        "leasehold-instance": TEST_INSTANCE,
+        authorization: `Bearer ${SERVE_TOKEN}`,
+      },
       body: JSON.stringify({
         holder: "h",
         term: 1,

@@ -15,6 +15,7 @@ import { AzureBlobStore } from "../src/stores/azure-blob.js";
 import { S3Store } from "../src/stores/s3.js";
 import { AZURITE_ACCOUNT, azuriteConnectionString } from "./servers/azurite.server.js";
 import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { TEST_INSTANCE } from "./support/api-server.js";
 import { CliProcesses, jobCommand, readLog, until } from "./support/cli-processes.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-objects-"));
@@ -126,7 +127,7 @@ describe.each([
     const response = await fetch(`${api}/v1/leases/${encodeURIComponent("adapters/billing")}/acquire`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ holder: "pod-a", leaseMs: 15_000 }),
+      body: JSON.stringify({ holder: "pod-a", instance: TEST_INSTANCE, leaseMs: 15_000 }),
     });
     expect(response.status).toBe(200);
     expect((await store.get("adapters/billing"))?.record).toMatchObject({ holder: "pod-a", term: 1 });

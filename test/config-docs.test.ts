@@ -7,8 +7,15 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { APP_OPTION_BOUNDS } from "../src/api/options.js";
-import { type Entry, NOT_READ_BY, SERVER_VARIABLES } from "../src/runtime/config.js";
+import { APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
+import {
+  type Entry,
+  LIMIT_VARIABLES,
+  LISTENER_BOUNDS,
+  LISTENER_VARIABLES,
+  NOT_READ_BY,
+  SERVER_VARIABLES,
+} from "../src/runtime/config.js";
 
 const root = join(import.meta.dirname, "..");
 const readme = readFileSync(join(root, "README.md"), "utf8");
@@ -63,10 +70,16 @@ describe("README: Server configuration", () => {
       LEASEHOLD_MAX_SKEW_MS: APP_OPTION_BOUNDS.maxSkewMs,
       LEASEHOLD_WATCH_POLL_MS: APP_OPTION_BOUNDS.watchPollMs,
       LEASEHOLD_HEARTBEAT_MS: APP_OPTION_BOUNDS.heartbeatMs,
+      ...Object.fromEntries(LIMIT_NAMES.map((n) => [LIMIT_VARIABLES[n], APP_OPTION_BOUNDS[n]])),
+      ...Object.fromEntries(
+        Object.entries(LISTENER_VARIABLES).map(([n, v]) => [v, LISTENER_BOUNDS[n as keyof typeof LISTENER_BOUNDS]]),
+      ),
     };
     for (const [name, b] of Object.entries(bounds)) {
-      expect(rows.get(name)?.default).toBe(`\`${b.default}\``);
-      expect(rows.get(name)?.["valid values"]).toBe(`whole ms, ${b.min}-${b.max}`);
+      expect(rows.get(name)?.default, name).toBe(`\`${b.default}\``);
+      // "whole ms", "whole bytes", ...: the unit's last word, then the bounds.
+      const unit = b.unit.endsWith("milliseconds") ? "ms" : b.unit.split(" ").at(-1);
+      expect(rows.get(name)?.["valid values"], name).toBe(`whole ${unit}, ${b.min}-${b.max}`);
     }
   });
 

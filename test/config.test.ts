@@ -65,6 +65,26 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_MAX_SKEW_MS: { value: "2500", check: (c) => expect(c.app.maxSkewMs).toBe(2500) },
   LEASEHOLD_WATCH_POLL_MS: { value: "250", check: (c) => expect(c.app.watchPollMs).toBe(250) },
   LEASEHOLD_HEARTBEAT_MS: { value: "5000", check: (c) => expect(c.app.heartbeatMs).toBe(5000) },
+  LEASEHOLD_BODY_BYTES: { value: "8192", check: (c) => expect(c.app.limits.bodyBytes).toBe(8192) },
+  LEASEHOLD_LIST_LIMIT: { value: "50", check: (c) => expect(c.app.limits.listLimit).toBe(50) },
+  LEASEHOLD_WATCH_STREAMS: { value: "20", check: (c) => expect(c.app.limits.watchStreams).toBe(20) },
+  LEASEHOLD_WATCH_STREAMS_PER_TOKEN: {
+    value: "3",
+    check: (c) => expect(c.app.limits.watchStreamsPerToken).toBe(3),
+  },
+  LEASEHOLD_RECORDS_PER_PREFIX: { value: "500", check: (c) => expect(c.app.limits.recordsPerPrefix).toBe(500) },
+  LEASEHOLD_CREATES_PER_MINUTE: { value: "30", check: (c) => expect(c.app.limits.createsPerMinute).toBe(30) },
+  LEASEHOLD_BUCKET_WRITES_PER_HEARTBEAT: {
+    value: "16",
+    check: (c) => expect(c.app.limits.bucketWritesPerHeartbeat).toBe(16),
+  },
+  LEASEHOLD_HEADERS_TIMEOUT_MS: { value: "2000", check: (c) => expect(c.listener?.headersTimeoutMs).toBe(2000) },
+  LEASEHOLD_REQUEST_TIMEOUT_MS: { value: "3000", check: (c) => expect(c.listener?.requestTimeoutMs).toBe(3000) },
+  LEASEHOLD_KEEP_ALIVE_TIMEOUT_MS: {
+    value: "4000",
+    check: (c) => expect(c.listener?.keepAliveTimeoutMs).toBe(4000),
+  },
+  LEASEHOLD_MAX_CONNECTIONS: { value: "64", check: (c) => expect(c.listener?.maxConnections).toBe(64) },
   LEASEHOLD_TOKEN: { value: "client-token", check: (c) => expect(c.storeEnv.LEASEHOLD_TOKEN).toBe("client-token") },
   AWS_REGION: { value: "ap-south-1", check: (c) => expect(c.storeEnv.AWS_REGION).toBe("ap-south-1") },
   AWS_DEFAULT_REGION: {
@@ -133,10 +153,11 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       listen: { host: "127.0.0.1", port: 8787 },
       store: { url: "sqlite:./data/leasehold.db", from: "default" },
       auth: { mode: "none", because: "loopback", host: "127.0.0.1" },
-      app: { maxSkewMs: 1000, watchPollMs: 1000, heartbeatMs: 15000 },
+      app: { maxSkewMs: 1000, watchPollMs: 1000, heartbeatMs: 15000, limits: {} },
+      listener: { headersTimeoutMs: 5000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5000, maxConnections: 1024 },
       warnings: [],
     });
-    expect(readServerConfig(BASE.lambda, "lambda").app).toEqual({ maxSkewMs: 1000 });
+    expect(readServerConfig(BASE.lambda, "lambda").app).toEqual({ maxSkewMs: 1000, limits: {} });
     expect(readServerConfig(BASE.worker, "worker").store).toEqual({ kind: "durable-objects" });
   });
 });

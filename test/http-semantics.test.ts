@@ -34,6 +34,9 @@ async function send(method: string, p: string, init: { headers?: Record<string, 
 }
 
 const admin = { Authorization: `Bearer ${TOKENS.admin}` };
+/** This process's instance, in every lease write. */
+const INSTANCE = crypto.randomUUID();
+const instanced = { "Leasehold-Instance": INSTANCE };
 const json = { "Content-Type": "application/json" };
 
 describe("405 Method Not Allowed", () => {
@@ -72,7 +75,7 @@ describe("authentication", () => {
   const acquire = (authorization: string) =>
     send("POST", path(uniqueName("scheme"), "/acquire"), {
       headers: { Authorization: authorization, ...json },
-      body: JSON.stringify({ holder: "h", leaseMs: 1000 }),
+      body: JSON.stringify({ holder: "h", instance: INSTANCE, leaseMs: 1000 }),
     });
 
   it.each(["Bearer", "bearer", "BEARER", "bEaReR"])("accepts the scheme spelled %s", async (scheme) => {
@@ -121,7 +124,11 @@ describe("authentication", () => {
       headers: { ...bad.headers, Authorization: `Bearer ${TOKENS.adapters}` },
     });
     expect(inside.status).toBe(400);
-    expect(inside.problem.errors.map((e: { path: string }) => e.path).sort()).toEqual(["holder", "leaseMs"]);
+    expect(inside.problem.errors.map((e: { path: string }) => e.path).sort()).toEqual([
+      "holder",
+      "instance",
+      "leaseMs",
+    ]);
   });
 });
 
@@ -138,7 +145,7 @@ describe("integers beyond 2^53-1", () => {
       });
       const r = await send("POST", path(name, "/renew"), {
         headers: { ...admin, ...json },
-        body: `{"holder":"h","term":${raw}}`,
+        body: `{"holder":"h","instance":"${INSTANCE}","term":${raw}}`,
       });
       expect(r.status).toBe(400);
       expect(r.problem.errors).toEqual([{ path: "term", message: beyond }]);
@@ -148,10 +155,10 @@ describe("integers beyond 2^53-1", () => {
     },
   );
 
-  it("names acquiredAt and term in a raw write, and accepts 2^53-1 itself as a number", async () => {
+  it("names acquiredAt and term in a raw write; a new lease starts at most at 2^52, so it can always pass on", async () => {
     const name = uniqueName("big");
     const r = await send("PUT", path(name), {
-      headers: { ...admin, ...json, "If-None-Match": "*" },
+      headers: { ...admin, ...json, ...instanced, "If-None-Match": "*" },
       body: `{"holder":"h","term":9007199254740993,"leaseMs":1000,"metadata":{},"writeId":"w","acquiredAt":1e300}`,
     });
     expect(r.status).toBe(400);
@@ -159,12 +166,21 @@ describe("integers beyond 2^53-1", () => {
       { path: "term", message: beyond },
       { path: "acquiredAt", message: beyond },
     ]);
-    const max = await send("PUT", path(name), {
-      headers: { ...admin, ...json, "If-None-Match": "*" },
+    // 2^53-1 is a number the wire carries, but a lease created there could never pass on.
+    const stuck = await send("PUT", path(name), {
+      headers: { ...admin, ...json, ...instanced, "If-None-Match": "*" },
       body: `{"holder":"h","term":9007199254740991,"leaseMs":1000,"metadata":{},"writeId":"w","acquiredAt":0}`,
     });
+    expect(stuck.status).toBe(400);
+    expect(stuck.problem.errors).toEqual([
+      { path: "term", message: "expected at most 4503599627370496 for a new lease" },
+    ]);
+    const max = await send("PUT", path(name), {
+      headers: { ...admin, ...json, ...instanced, "If-None-Match": "*" },
+      body: `{"holder":"h","term":4503599627370496,"leaseMs":1000,"metadata":{},"writeId":"w","acquiredAt":0}`,
+    });
     expect(max.status).toBe(201);
-    expect(JSON.parse(max.text).term).toBe(Number.MAX_SAFE_INTEGER);
+    expect(JSON.parse(max.text).term).toBe(2 ** 52);
   });
 });
 
@@ -184,7 +200,7 @@ describe("request bodies are I-JSON", () => {
   it("a surrogate pair is one character like any other", async () => {
     const r = await send("POST", path(uniqueName("pair"), "/acquire"), {
       headers: { ...admin, ...json },
-      body: '{"holder":"\\ud83d\\ude00","leaseMs":1000}',
+      body: `{"holder":"\\ud83d\\ude00","instance":"${INSTANCE}","leaseMs":1000}`,
     });
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).lease.holder).toBe("\u{1F600}");

@@ -1,23 +1,36 @@
 /** The HTTP store against the real API server: the same store and elector contracts as every backend. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { isAmbiguous } from "../src/errors.js";
+import { isAmbiguous, isLeaseConflictError, isLeaseStillHeldError } from "../src/errors.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
-import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
+import { SwitchableClock } from "./support/switchable-clock.js";
 
+// The server judges expiry by this clock: the real one, or the elector contract's manual clock.
+const serverClock = new SwitchableClock();
 let api: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
-  api = await startApi({ store: new SqliteStore({ path: ":memory:" }), watchPollMs: 50 });
+  // maxSkewMs 0: one server, whose clock is the electors' own in the elector contract.
+  api = await startApi({
+    store: new SqliteStore({ path: ":memory:" }),
+    watchPollMs: 50,
+    clock: serverClock,
+    maxSkewMs: 0,
+  });
 });
 afterAll(async () => {
   await api.close();
   await api.store.close?.();
 });
 
-const create = async () => ({ store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) });
+const create = async (context?: ElectorContractContext) => {
+  serverClock.target = context?.clock ?? systemClock;
+  return { store: new HttpStore({ baseUrl: api.url, token: TOKENS.admin }) };
+};
 const stamps = "the API server stamps renewedAt with its own clock";
 describeStoreContract("http", {
   create,
@@ -25,9 +38,15 @@ describeStoreContract("http", {
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
 });
-describeElectorContract("http", create, { stampsRenewedAt: stamps });
+describeElectorContract("http", create, {
+  stampsRenewedAt: stamps,
+  refusesTakeoverWhileHeld: "the API gives a lease to another holder only once its own clock says it expired",
+});
 
 describe("http store: push", () => {
+  beforeAll(() => {
+    serverClock.target = systemClock;
+  });
   it("a follower hears of a release through the watch stream, long before its next poll", async () => {
     const name = uniqueName("push");
     const common = { name, leaseMs: 120_000, renewMs: 30_000, retryMs: 60_000, jitter: 0 };
@@ -80,6 +99,28 @@ describe("http store: push", () => {
     expect(error).toMatchObject({ name: "LeaseholdApiError", status: 403 });
     expect(isAmbiguous(error)).toBe(false);
     expect((error as Error).message).toContain("403");
+  });
+
+  it("a takeover of a lease the API still counts as held is a LeaseStillHeldError: not applied, not a conflict, with when to retry", async () => {
+    const name = uniqueName("held");
+    const leader = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
+    const follower = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
+    const held = await leader.put(
+      { name, holder: "a", term: 1, leaseMs: 5000, acquiredAt: 0, renewedAt: 0, metadata: {}, writeId: "w1" },
+      null,
+    );
+    const error = await follower
+      .put({ ...held.record, holder: "b", term: 2, writeId: "w2" }, held.revision)
+      .catch((e: unknown) => e);
+    expect(isLeaseStillHeldError(error)).toBe(true);
+    expect(isAmbiguous(error)).toBe(false);
+    expect(isLeaseConflictError(error)).toBe(false);
+    // Whole seconds until renewedAt + leaseMs (+ this server's maxSkewMs of 0) has passed.
+    expect([5000, 6000]).toContain((error as { retryAfterMs?: number }).retryAfterMs);
+    // Nor may another instance renew or release the leader's term.
+    const renewal = await follower.put({ ...held.record, writeId: "w3" }, held.revision).catch((e: unknown) => e);
+    expect(isLeaseStillHeldError(renewal)).toBe(true);
+    expect(await leader.get(name)).toEqual(held);
   });
 
   it("an unreachable API makes writes ambiguous", async () => {

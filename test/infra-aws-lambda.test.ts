@@ -17,6 +17,7 @@ import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { S3Store } from "../src/stores/s3.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { withInstance } from "./support/api-server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 interface Reply {
@@ -97,7 +98,7 @@ function event(method: string, path: string, body?: unknown, token = TOKEN) {
       timeEpoch: Date.now(),
     },
     isBase64Encoded: false,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: JSON.stringify(withInstance(path, body)) }),
   };
 }
 

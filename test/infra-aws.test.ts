@@ -152,7 +152,7 @@ describe("infra/aws: the CDK stack", () => {
       because: "insecure-flag",
       flag: "LEASEHOLD_INSECURE_NO_AUTH=1",
     });
-    expect(started(synth({ maxSkewMs: 2500 })).app).toEqual({ maxSkewMs: 2500 });
+    expect(started(synth({ maxSkewMs: 2500 })).app).toEqual({ maxSkewMs: 2500, limits: {} });
   });
 
   it("refuses at synth what the function would refuse at its first call, naming the variable", () => {

@@ -11,6 +11,7 @@ import { LeaseValidationError } from "../src/errors.js";
 import { createHandler } from "../src/runtime/lambda.js";
 import { serve } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
+import { TEST_INSTANCE, withInstance } from "./support/api-server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const TOKEN = "lambda-token-0123456789abcdef";
@@ -27,7 +28,7 @@ beforeAll(async () => {
   handler = await createHandler(
     {
       LEASEHOLD_STORE: `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`,
-      LEASEHOLD_TOKENS: JSON.stringify([{ token: TOKEN, prefixes: ["adapters/"], verbs: ["read", "write"] }]),
+      LEASEHOLD_TOKENS: JSON.stringify([{ token: TOKEN, prefixes: ["adapters/"], verbs: ["read", "write", "cas"] }]),
     },
     { log },
   );
@@ -59,7 +60,7 @@ function event(
     kind === "http-api"
       ? "r3pmxmplak.execute-api.us-east-1.amazonaws.com"
       : "abcdefghijklmnop.lambda-url.us-east-1.on.aws";
-  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const body = options.body === undefined ? undefined : JSON.stringify(withInstance(rawPath, options.body));
   // Function URLs deliver bodies base64-encoded; the HTTP API passes JSON as text.
   const base64 = kind === "function-url" && body !== undefined;
   const token = options.token === undefined ? TOKEN : options.token;
@@ -152,7 +153,7 @@ describe.each(["http-api", "function-url"] as const)("lambda handler (%s event)"
 
 describe("lambda configuration: each variable the Lambda entry reads", () => {
   const dynamo = () => `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`;
-  const tokens = JSON.stringify([{ name: "fn", token: TOKEN, prefixes: [""], verbs: ["read", "write"] }]);
+  const tokens = JSON.stringify([{ name: "fn", token: TOKEN, prefixes: [""], verbs: ["read", "write", "cas"] }]);
   const refusal = async (env: Record<string, string>) => {
     const error = await createHandler(env, { log }).then(
       () => undefined,
@@ -189,7 +190,7 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
       { log },
     );
     expect(logs).toEqual([
-      `API on Lambda (leasehold-api); store ${dynamo()}; auth: 1 token (fn: read+write on all leases); maxSkewMs 1000`,
+      `API on Lambda (leasehold-api); store ${dynamo()}; auth: 1 token (fn: read+write+cas on all leases); maxSkewMs 1000`,
     ]);
     expect((await invoke(acquire("jobs/tokens", null), via)).status).toBe(401);
     expect((await invoke(acquire("jobs/tokens"), via)).status).toBe(200);
@@ -215,7 +216,7 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
       invoke(
         event("http-api", "PUT", `/v1/leases/${encodeURIComponent(name)}`, {
           body: { holder: "h", term: 1, leaseMs: 5000, metadata: {}, writeId: "w1", acquiredAt },
-          headers: { "if-none-match": "*" },
+          headers: { "if-none-match": "*", "leasehold-instance": TEST_INSTANCE },
         }),
         via,
       );

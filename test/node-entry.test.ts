@@ -15,6 +15,7 @@ import { type StartedServer, serve, start } from "../src/runtime/node.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { TEST_INSTANCE, withInstance } from "./support/api-server.js";
 import { repo, until } from "./support/cli-processes.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
@@ -24,7 +25,7 @@ let files = 0;
 const file = () => join(dir, `${files++}.db`);
 
 const TOKEN = "node-entry-token-0123456789";
-const TOKENS = JSON.stringify([{ name: "ci", token: TOKEN, prefixes: ["jobs/"], verbs: ["read", "write"] }]);
+const TOKENS = JSON.stringify([{ name: "ci", token: TOKEN, prefixes: ["jobs/"], verbs: ["read", "write", "cas"] }]);
 
 const running: StartedServer[] = [];
 const logs: string[] = [];
@@ -56,7 +57,7 @@ async function call(
       ...(body === undefined ? {} : { "content-type": "application/json" }),
       ...(token ? { authorization: `Bearer ${token}` } : {}),
     },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: JSON.stringify(withInstance(path, body)) }),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
@@ -120,7 +121,7 @@ describe("npm start reads every variable", () => {
     expect((await call(started, "GET", leasePath("jobs/a"))).status).toBe(401);
     expect((await call(started, "GET", leasePath("other/a"), undefined, TOKEN)).status).toBe(403);
     expect((await call(started, "GET", leasePath("jobs/a"), undefined, TOKEN)).status).toBe(404);
-    expect(logs.at(-1)).toContain('auth: 1 token (ci: read+write on "jobs/")');
+    expect(logs.at(-1)).toContain('auth: 1 token (ci: read+write+cas on "jobs/")');
     expect(logs.join("\n")).not.toContain(TOKEN);
   });
 
@@ -136,7 +137,7 @@ describe("npm start reads every variable", () => {
     const put = (name: string, acquiredAt: number) =>
       fetch(`${started.server.url}${leasePath(name)}`, {
         method: "PUT",
-        headers: { "content-type": "application/json", "if-none-match": "*" },
+        headers: { "content-type": "application/json", "if-none-match": "*", "leasehold-instance": TEST_INSTANCE },
         body: JSON.stringify({ holder: "h", term: 1, leaseMs: 5000, metadata: {}, writeId: "w1", acquiredAt }),
       });
     expect((await put("jobs/ahead", clock.wallNow() + 5000)).status).toBe(201);
@@ -311,7 +312,7 @@ describe("npm start refuses to start, naming the variable", () => {
         .find((l) => l.includes("API on")),
     );
     expect(line).toMatch(
-      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000$/,
+      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write\+cas on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000$/,
     );
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);

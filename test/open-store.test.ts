@@ -282,7 +282,7 @@ describe("openStore against the real servers", () => {
     const server = await serve({
       store: new MemoryStore(),
       port: 0,
-      tokens: [{ token, prefixes: [""], verbs: ["read", "write"] }],
+      tokens: [{ token, prefixes: [""], verbs: ["read", "write", "cas"] }],
     });
     try {
       const store = await openStore(server.url, { env: { LEASEHOLD_TOKEN: token } });

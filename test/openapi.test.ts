@@ -99,10 +99,10 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
     );
   });
 
-  it(`declares security as this server enforces it (${secured ? "bearer on /v1" : "none"})`, async () => {
+  it(`declares security as this server enforces it (${secured ? "bearer on /v1 and /metrics" : "none"})`, async () => {
     const doc = await documentOf(app);
     for (const { path, op } of operations(doc)) {
-      const v1 = path.startsWith("/v1/");
+      const v1 = path.startsWith("/v1/") || path === "/metrics";
       if (secured && v1) expect(op.security, path).toEqual([{ bearer: [] }]);
       else expect(op.security ?? [], path).toEqual([]);
       const answers = Object.keys(op.responses);
@@ -128,12 +128,15 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
     }
     for (const { op: o } of operations(doc).filter((x) => x.path.startsWith("/v1/"))) {
       expect(o.responses["503"]?.headers?.["Retry-After"]?.required, o.operationId).toBe(true);
+      const over = o.responses["429"];
+      if (over) expect(over.headers?.["Retry-After"]?.required, o.operationId).toBe(true);
       expect(Object.keys(o.responses["400"]?.content ?? {}), o.operationId).toEqual(["application/problem+json"]);
     }
     const put = op("/v1/leases/{name}", "put");
     expect(put.parameters?.filter((p) => p.in === "header").map((p) => [p.name, p.required])).toEqual([
       ["If-Match", false],
       ["If-None-Match", false],
+      ["Leasehold-Instance", true],
     ]);
     expect(Object.keys(put.responses)).toEqual(expect.arrayContaining(["409", "412", "413", "415", "428"]));
     const watch = op("/v1/leases/{name}/watch", "get");
@@ -258,7 +261,7 @@ describe("the holder rule", () => {
       const res = await app.request("/v1/leases/holders/acquire", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ holder, leaseMs: 10 }),
+        body: JSON.stringify({ holder, instance: "holder-rule-instance-0001", leaseMs: 10 }),
       });
       const accepted = res.status !== 400;
       expect(accepted, JSON.stringify(holder)).toBe(published.test(holder));

@@ -10,7 +10,7 @@ import { ManualClock } from "../src/clock.js";
 import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector } from "../src/elector.js";
 import { LeaseValidationError } from "../src/errors.js";
-import { type LeaseRecord, MAX_METADATA_BYTES } from "../src/lease.js";
+import { type LeaseRecord, MAX_METADATA_BYTES, NAME_RULE } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
@@ -41,7 +41,12 @@ describe("Elector options", () => {
       "store",
       "expected a LeaseStore (an object with get and put)",
     ],
-    ["an upper-case name", { name: "Jobs/Main" }, "name", /^expected 1-192 characters of a-z 0-9/],
+    [
+      "an upper-case name",
+      { name: "Jobs/Main" },
+      "name",
+      /^expected 1-192 characters: "\/"-separated segments of a-z 0-9/,
+    ],
     ["a name ending in a slash", { name: "jobs/" }, "name", /^expected 1-192 characters/],
     ["an empty identity", { identity: "" }, "identity", "expected a non-empty string"],
     ["an identity with a newline", { identity: "a\nb" }, "identity", "expected no control characters"],
@@ -166,12 +171,7 @@ describe("SqliteStore options", () => {
 describe("MemoryStore.put", () => {
   const name = "jobs/main";
   const cases: Array<[string, Record<string, unknown>, string, string]> = [
-    [
-      "a bad name",
-      { name: "Jobs" },
-      "name",
-      "expected 1-192 characters of a-z 0-9 . _ / -, starting and ending with a letter or digit",
-    ],
+    ["a bad name", { name: "Jobs" }, "name", NAME_RULE],
     ["a numeric holder", { holder: 7 }, "holder", "expected a string"],
     ["a negative term", { term: -1 }, "term", "expected a non-negative number"],
     ["a fractional term", { term: 1.5 }, "term", "expected a whole number"],

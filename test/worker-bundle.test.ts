@@ -94,7 +94,7 @@ it("wrangler dev serves the deployable bundle on DynamoDB without nodejs_compat"
     const acquired = await fetch(`${base}/acquire`, {
       method: "POST",
       headers,
-      body: JSON.stringify({ holder: "a", leaseMs: 10_000 }),
+      body: JSON.stringify({ holder: "a", instance: "bundle-test-instance-0001", leaseMs: 10_000 }),
     });
     expect(acquired.status).toBe(200);
     expect(await acquired.json()).toMatchObject({ leader: true, lease: { holder: "a", term: 1, revision: "1" } });

@@ -5,21 +5,30 @@
  * the one write path (src/elector/cas.ts) and is checked against the term rules
  * (src/term-rules.ts) whatever the caller's token allows. A lost race is re-decided on the fresh
  * record (bounded); an ambiguous write is settled by reading back its writeId.
+ *
+ * The holding rules, the same for the plain routes and the raw PUT (docs/security.md): a lease is
+ * renewed, released or re-acquired only by the instance that took it (the record keeps the
+ * digest of its `instance`, src/api/instance.ts); a lease still held is never given to another
+ * holder, nor to the same holder name from another process; a term is never continued by a
+ * process that did not take it. A record of a sharded group is written only by its group routes
+ * (src/api/group-records.ts).
  */
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { isAmbiguous, LeaseConflictError, LeaseCorruptError, LeaseValidationError } from "../errors.js";
-import type { LeaseView, RecordWrite } from "../http/schemas.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { isAmbiguous, LeaseCorruptError, LeaseValidationError } from "../errors.js";
+import { type LeaseView, MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
+import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
-import { type ApiLogger, failureFields, silentLogger } from "./log.js";
-import type { ApiMetrics } from "./metrics.js";
+import { type BucketState, GroupRecords, groupShape, isGroupConfig } from "./group-records.js";
+import { digestOf, instanceDigest, withDigest } from "./instance.js";
+import type { CallerKey, RecordQuota } from "./limits.js";
+import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
-import type { WatchHub } from "./watch-hub.js";
 
 const ATTEMPTS = 4;
 
-export function toView(stored: Stored): LeaseView {
+/** A record as callers see it: the server's reserved metadata keys are never shown. */
+export function toView(stored: Stored, bucket?: BucketState): LeaseView {
   const r = stored.record;
   return {
     name: r.name,
@@ -28,8 +37,8 @@ export function toView(stored: Stored): LeaseView {
     leaseMs: r.leaseMs,
     acquiredAt: r.acquiredAt,
     renewedAt: r.renewedAt,
-    expiresAt: r.renewedAt + r.leaseMs,
-    metadata: r.metadata,
+    expiresAt: bucket?.expiresAt ?? r.renewedAt + r.leaseMs,
+    metadata: callerMetadata(r.metadata),
     writeId: r.writeId,
     revision: stored.revision,
   };
@@ -41,18 +50,48 @@ export interface LeaseOutcome {
   created?: boolean;
 }
 
+/** Who asks, as the service needs to know: for the log, and for the quota on new records. */
+export interface Caller {
+  /** The token's name (never the token), "anyone" without auth: logged with holder changes. */
+  by: string;
+  /** Whose quota a create counts against. */
+  key: CallerKey;
+  /** The prefix the caller's records are counted under (its covering scope prefix). */
+  quotaPrefix: string;
+}
+
+export interface LeaseServiceOptions {
+  /** The store, already metered (src/api/metered-store.ts). */
+  store: LeaseStore;
+  clock: Clock;
+  maxSkewMs: number;
+  /** Every record this service reads or writes, for the watch streams (WatchHub.publish). */
+  publish: (name: string, stored: Stored | null) => void;
+  quota: RecordQuota;
+  log?: ApiLogger;
+}
+
 export class LeaseService {
   private readonly store: LeaseStore;
+  private readonly clock: Clock;
+  readonly maxSkewMs: number;
+  private readonly publish: LeaseServiceOptions["publish"];
+  private readonly quota: RecordQuota;
+  private readonly log: ApiLogger;
+  /** Recognises the records of sharded groups, and a bucket's real state. */
+  readonly groups: GroupRecords;
 
-  constructor(
-    store: LeaseStore,
-    private readonly clock: Clock,
-    readonly maxSkewMs: number,
-    metrics: ApiMetrics,
-    private readonly hub: WatchHub,
-    private readonly log: ApiLogger = silentLogger,
-  ) {
-    this.store = meteredStore(store, clock, metrics, log);
+  constructor(options: LeaseServiceOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.maxSkewMs = options.maxSkewMs;
+    this.publish = options.publish;
+    this.quota = options.quota;
+    this.log = options.log ?? silentLogger;
+    this.groups = new GroupRecords(
+      (name) => this.get(name),
+      (record) => this.isFree(record),
+    );
   }
 
   /** Free when released, or when no instance could still consider it held (skew bound included). */
@@ -67,8 +106,13 @@ export class LeaseService {
     } catch (error) {
       throw storeProblem("get", error);
     }
-    this.hub.publish(name, stored);
+    this.publish(name, stored);
     return stored;
+  }
+
+  /** The record as callers see it, a bucket with its owner's session's state. */
+  async view(stored: Stored, cache?: Map<string, Promise<Stored | null>>): Promise<LeaseView> {
+    return toView(stored, await this.groups.bucketState(stored, cache));
   }
 
   async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Stored> {
@@ -92,6 +136,15 @@ export class LeaseService {
     return out;
   }
 
+  /** Refuses (429) a new record for `caller` when it is over its quota. */
+  async admitCreate(caller: Caller): Promise<void> {
+    try {
+      await this.quota.admitCreate(caller.key, caller.quotaPrefix);
+    } catch (error) {
+      throw storeProblem("list", error);
+    }
+  }
+
   /**
    * A compare-and-swap decided elsewhere (the sharding routes): checked against the term rules,
    * then written through the write path like every other write of this service.
@@ -100,22 +153,26 @@ export class LeaseService {
     name: string,
     next: LeaseRecord,
     current: Stored | null,
+    by = "server",
   ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
     enforceTermRules(name, current, next);
-    return this.write(name, next, current);
+    return this.write(name, next, current, by);
   }
 
   async acquire(
     name: string,
-    req: { holder: string; leaseMs: number; metadata?: Record<string, string> | undefined },
+    req: { holder: string; instance: string; leaseMs: number; metadata?: Record<string, string> | undefined },
+    caller: Caller,
   ): Promise<LeaseOutcome> {
-    return this.decide(name, (current, wall) => {
+    const digest = await instanceDigest(req.instance);
+    return this.decide(name, caller, (current, wall) => {
       const r = current?.record;
       if (r && r.holder === req.holder && !this.isFree(r, wall)) {
+        if (digestOf(r) !== digest) throw holderInUse(name, current!);
         return {
           ...r,
           leaseMs: req.leaseMs,
-          metadata: req.metadata ?? r.metadata,
+          metadata: withDigest(req.metadata ?? callerMetadata(r.metadata), digest),
           renewedAt: wall,
           writeId: newWriteId(),
         };
@@ -124,54 +181,80 @@ export class LeaseService {
       return {
         name,
         holder: req.holder,
-        term: (r?.term ?? 0) + 1,
+        term: nextTerm(name, current),
         leaseMs: req.leaseMs,
         acquiredAt: wall,
         renewedAt: wall,
-        metadata: req.metadata ?? {},
+        metadata: withDigest(req.metadata ?? {}, digest),
         writeId: newWriteId(),
       };
     });
   }
 
-  async renew(name: string, req: { holder: string; term: number }): Promise<LeaseOutcome> {
-    return this.decide(name, (current, wall) => {
+  async renew(name: string, req: { holder: string; instance: string; term: number }, caller: Caller) {
+    const digest = await instanceDigest(req.instance);
+    return this.decide(name, caller, (current, wall) => {
       const r = current?.record;
       if (!r) throw new ProblemError("not-found", `lease "${name}" does not exist: acquire it first`);
       if (r.holder !== req.holder || r.term !== req.term || this.isFree(r, wall)) return undefined;
+      if (digestOf(r) !== digest) throw holderInUse(name, current!);
       return { ...r, renewedAt: wall, writeId: newWriteId() };
     });
   }
 
-  async release(name: string, req: { holder: string; term: number }): Promise<LeaseOutcome> {
-    return this.decide(name, (current, wall) => {
+  async release(name: string, req: { holder: string; instance: string; term: number }, caller: Caller) {
+    const digest = await instanceDigest(req.instance);
+    return this.decide(name, caller, (current, wall) => {
       const r = current?.record;
       if (!r) throw new ProblemError("not-found", `lease "${name}" does not exist`);
-      // Idempotent: a repeated release of the same term finds it already free.
-      if (r.holder === null && r.term === req.term) return "unchanged";
+      // Idempotent: a repeated release of the same term, by the instance that released it.
+      if (r.holder === null && r.term === req.term) return digestOf(r) === digest ? "unchanged" : undefined;
       if (r.holder !== req.holder || r.term !== req.term) return undefined;
+      if (digestOf(r) !== digest) throw holderInUse(name, current!);
       return { ...r, holder: null, renewedAt: wall, writeId: newWriteId() };
     });
   }
 
   /**
-   * The raw CAS of the HTTP store. `renewedAt` (the only time the API's decisions use) is
-   * stamped here; `acquiredAt` is the writer's, informational, and refused when in the future.
-   * The record is read first: a stale revision is answered 412 with the current record, and a
-   * write that breaks a term rule 409, before anything is written.
+   * The raw CAS of the HTTP store, by the process `instance`. `renewedAt` (the only time the
+   * API's decisions use) is stamped here; `acquiredAt` is the writer's, informational, and refused
+   * when in the future. The record is read first: a stale revision is answered 412 with the
+   * current record, a write that breaks a term rule 409 naming it, and one that breaks the holding
+   * rules 409 (`conflict`, `holder-in-use`), before anything is written.
    */
-  async put(name: string, body: RecordWrite & { acquiredAt: number }, expected: string | null): Promise<Stored> {
+  async put(
+    name: string,
+    body: RecordWrite & { acquiredAt: number },
+    expected: string | null,
+    instance: string,
+    caller: Caller,
+  ): Promise<Stored> {
     const wall = this.clock.wallNow();
     if (body.acquiredAt > wall + this.maxSkewMs) {
       throw new ProblemError("validation", "acquiredAt is in the future of this server's clock", {
         errors: [{ path: "acquiredAt", message: `expected at most ${wall + this.maxSkewMs}` }],
       });
     }
-    const next: LeaseRecord = { name, ...body, renewedAt: wall };
+    const digest = await instanceDigest(instance);
+    const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
     const current = await this.get(name);
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
+    await this.groups.refusePlainWrite(name, current);
+    if (groupShape(name)?.kind === "config" && isGroupConfig(next)) {
+      throw new ProblemError(
+        "group-record",
+        `"${name}" would become a sharded group's config: a group starts with its first member's heartbeat (POST /v1/groups/{group}/members/{member}/heartbeat)`,
+      );
+    }
     enforceTermRules(name, current, next);
-    const outcome = await this.write(name, next, current);
+    if (current === null && next.term > MAX_CREATED_TERM) {
+      throw new ProblemError("validation", `a new lease starts at most at term ${MAX_CREATED_TERM}`, {
+        errors: [{ path: "term", message: `expected at most ${MAX_CREATED_TERM} for a new lease` }],
+      });
+    }
+    this.enforceHolding(name, current, next, digest, wall);
+    if (current === null) await this.admitCreate(caller);
+    const outcome = await this.write(name, next, current, caller.by);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }
@@ -189,15 +272,45 @@ export class LeaseService {
   }
 
   /**
+   * The holding rules for a raw write replacing `current` with `next` by the process whose
+   * instance digest is `digest` (the plain routes keep them by construction).
+   */
+  private enforceHolding(name: string, current: Stored | null, next: LeaseRecord, digest: string, wall: number): void {
+    if (!current) return;
+    const r = current.record;
+    const live = !this.isFree(r, wall);
+    const sameProcess = digestOf(r) === digest;
+    const continues = next.holder !== null && next.holder === r.holder && next.term === r.term;
+    if (next.holder === null || continues || next.holder === r.holder) {
+      // A release, a renewal, a re-acquisition by the same holder name: only its own process while
+      // it holds; a term is never continued by another process, held or not.
+      if ((live || continues) && r.holder !== null && !sameProcess) throw holderInUse(name, current);
+      if (continues && !live) {
+        throw new ProblemError(
+          "conflict",
+          `lease "${name}" expired in term ${r.term}: it is re-acquired at term ${r.term + 1}, never renewed`,
+          { lease: toView(current), leader: false },
+        );
+      }
+      return;
+    }
+    if (live) throw heldBy(name, current, this.maxSkewMs, wall);
+  }
+
+  /**
    * Reads, lets `next` decide the write (or `undefined`: refused, "unchanged": nothing to do),
-   * writes with CAS, and on a lost race decides again on the record that won.
+   * writes with CAS, and on a lost race decides again on the record that won. A record of a
+   * sharded group is refused first; a new record counts against the caller's quota.
    */
   private async decide(
     name: string,
+    caller: Caller,
     next: (current: Stored | null, wall: number) => LeaseRecord | undefined | "unchanged",
   ): Promise<LeaseOutcome> {
     let current = await this.get(name);
+    let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      await this.groups.refusePlainWrite(name, current);
       const record = next(current, this.clock.wallNow());
       if (record === "unchanged") return { leader: false, stored: current! };
       if (record === undefined) {
@@ -207,12 +320,16 @@ export class LeaseService {
         });
       }
       enforceTermRules(name, current, record);
-      const outcome = await this.write(name, record, current);
+      if (current === null && !admitted) {
+        await this.admitCreate(caller);
+        admitted = true;
+      }
+      const outcome = await this.write(name, record, current, caller.by);
       if (outcome.kind === "applied") {
         return { leader: outcome.stored.record.holder !== null, stored: outcome.stored, created: current === null };
       }
       current = outcome.current === undefined ? await this.get(name) : outcome.current;
-      if (current) this.hub.publish(name, current);
+      if (current) this.publish(name, current);
     }
     throw new ProblemError("store-unavailable", `lease "${name}" changed ${ATTEMPTS} times while deciding; retry`, {
       retryAfter: 1,
@@ -222,27 +339,59 @@ export class LeaseService {
   /**
    * One write through the write path: applied (published to watchers), or lost; an unknown
    * outcome is settled by one read when the write landed, and is a 503 otherwise (the client
-   * repeats the call, which is idempotent for the same holder).
+   * repeats the call, which is idempotent for the same holder and instance).
    */
   private async write(
     name: string,
     next: LeaseRecord,
     current: Stored | null,
+    by: string,
   ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
     const writer = new CasWriter({ store: this.store, name, clock: this.clock });
     const outcome = await writer.writeSettled(next, current?.revision ?? null).catch((error: unknown) => {
       throw storeProblem("put", error);
     });
     if (outcome.kind === "applied") {
-      this.hub.publish(name, outcome.stored);
+      this.publish(name, outcome.stored);
       const from = current?.record.holder ?? null;
       const to = outcome.stored.record.holder;
       if (from !== to || outcome.stored.record.term !== current?.record.term) {
-        this.log.info("lease holder changed", { lease: name, from, to, term: outcome.stored.record.term });
+        this.log.info("lease holder changed", { lease: name, from, to, term: outcome.stored.record.term, by });
       }
     }
     return outcome;
   }
+}
+
+/** term + 1 for a new tenure, or 409 `term-exhausted` when that is past what JSON carries exactly. */
+function nextTerm(name: string, current: Stored | null): number {
+  const term = (current?.record.term ?? 0) + 1;
+  if (term > Number.MAX_SAFE_INTEGER) {
+    throw new ProblemError(
+      "term-exhausted",
+      `lease "${name}" is at term ${current?.record.term}, the largest a JSON number carries exactly: it can never pass on; use another name`,
+    );
+  }
+  return term;
+}
+
+function holderInUse(name: string, current: Stored): ProblemError {
+  const r = current.record;
+  return new ProblemError(
+    "holder-in-use",
+    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) from another process (another instance): a second process with the same holder name never shares its term; it may take the lease once it is free, at term ${r.term + 1}`,
+    { lease: toView(current), leader: false },
+  );
+}
+
+function heldBy(name: string, current: Stored, maxSkewMs: number, wall: number): ProblemError {
+  const r = current.record;
+  const freeIn = r.renewedAt + r.leaseMs + maxSkewMs - wall + 1;
+  return new ProblemError(
+    "conflict",
+    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server's clock passes renewedAt + leaseMs + maxSkewMs: another holder takes it only after that`,
+    { lease: toView(current), leader: false, retryAfter: Math.max(1, Math.ceil(freeIn / 1000)) },
+  );
 }
 
 function notAtRevision(name: string, current: Stored | null | undefined): ProblemError {
@@ -265,7 +414,7 @@ function enforceTermRules(name: string, current: Stored | null, next: LeaseRecor
  * A store failure as a problem. The detail never carries the backend's own message: it can name
  * files, buckets, endpoints or SDK internals that are not the client's business.
  */
-function storeProblem(op: string, error: unknown): ProblemError {
+export function storeProblem(op: string, error: unknown): ProblemError {
   if (error instanceof ProblemError) return error;
   if (error instanceof LeaseValidationError) {
     return new ProblemError("validation", error.message, { errors: error.issues });
@@ -273,51 +422,4 @@ function storeProblem(op: string, error: unknown): ProblemError {
   if (error instanceof LeaseCorruptError) return new ProblemError("corrupt", error.message);
   const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
   return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
-}
-
-/** The store, timed and counted for /metrics: latency per op, conflicts, and failures. */
-function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetrics, log: ApiLogger): LeaseStore {
-  const timed = async <T>(op: "get" | "put" | "list", fn: () => Promise<T>): Promise<T> => {
-    const started = clock.now();
-    try {
-      return await fn();
-    } catch (error) {
-      if (error instanceof LeaseConflictError) metrics.conflicts.inc();
-      else if (error instanceof LeaseCorruptError) {
-        log.error("lease record corrupt", { op, lease: error.lease });
-      } else if (!(error instanceof LeaseValidationError)) {
-        metrics.storeErrors.inc({ op, ambiguous: String(isAmbiguous(error)) });
-        log.error("store call failed", { op, ...failureFields(error) });
-      }
-      throw error;
-    } finally {
-      metrics.storeLatency.observe({ op }, (clock.now() - started) / 1000);
-    }
-  };
-  const metered: LeaseStore = {
-    get: (name, options) => timed("get", () => store.get(name, options)),
-    put: (next, expected, options) => timed("put", () => store.put(next, expected, options)),
-  };
-  const list = store.list;
-  if (list) {
-    metered.list = (prefix, options) => {
-      const started = clock.now();
-      return (async function* () {
-        try {
-          yield* list.call(store, prefix, options);
-        } catch (error) {
-          if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
-            metrics.storeErrors.inc({ op: "list", ambiguous: "false" });
-            log.error("store call failed", { op: "list", ...failureFields(error) });
-          }
-          throw error;
-        } finally {
-          metrics.storeLatency.observe({ op: "list" }, (clock.now() - started) / 1000);
-        }
-      })();
-    };
-  }
-  const checkRevision = store.checkRevision;
-  if (checkRevision) metered.checkRevision = (revision) => checkRevision.call(store, revision);
-  return metered;
 }

@@ -39,18 +39,37 @@ export function createLogger(
     const defined = Object.entries(fields).filter(([, v]) => v !== undefined);
     if (format === "json") {
       write(
-        JSON.stringify({ time: new Date(now()).toISOString(), level, msg: message, ...Object.fromEntries(defined) }),
+        escapeUnsafe(
+          JSON.stringify({ time: new Date(now()).toISOString(), level, msg: message, ...Object.fromEntries(defined) }),
+        ),
         level,
       );
       return;
     }
-    const pairs = defined.map(([k, v]) => `${k}=${typeof v === "string" && /[\s"=]/.test(v) ? JSON.stringify(v) : v}`);
+    const pairs = defined.map(([k, v]) => {
+      if (typeof v !== "string") return `${k}=${v}`;
+      const safe = escapeUnsafe(v);
+      return `${k}=${safe !== v || /[\s"=]/.test(v) ? escapeUnsafe(JSON.stringify(v)) : v}`;
+    });
     write(
       `leasehold: ${level === "error" ? "error: " : ""}${message}${pairs.length ? ` ${pairs.join(" ")}` : ""}`,
       level,
     );
   };
   return { error: (m, f) => emit("error", m, f), info: (m, f) => emit("info", m, f) };
+}
+
+/**
+ * Characters a value (a holder, a lease name in a message) could use to forge or hide log lines:
+ * control characters (C0, DEL, C1), the Unicode line and paragraph separators, and the
+ * bidirectional controls that reorder what a reader sees. Each is written as a \uXXXX escape,
+ * which reads the same in both formats (in JSON it is the same string).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+export function escapeUnsafe(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** What may be said about a failure without its message: class, code, status, ambiguity. */

@@ -60,7 +60,26 @@ class Histogram {
   }
 }
 
+/** A value read when scraped (what is open now), not counted. */
+class Gauge {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly read: () => number,
+  ) {}
+  render(): string[] {
+    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name} ${this.read()}`];
+  }
+}
+
 export class ApiMetrics {
+  private readonly gauges: Gauge[] = [];
+
+  /** Adds a gauge read at each scrape (open watch streams, watched leases). */
+  gauge(name: string, help: string, read: () => number): void {
+    this.gauges.push(new Gauge(name, help, read));
+  }
+
   readonly requests = new Counter("leasehold_http_requests_total", "HTTP requests by route, method and status.");
   readonly conflicts = new Counter("leasehold_cas_conflicts_total", "Compare-and-swap writes that lost a race.");
   readonly storeErrors = new Counter("leasehold_store_errors_total", "Store calls that failed, by op and ambiguity.");
@@ -68,7 +87,7 @@ export class ApiMetrics {
   readonly watchers = new Counter("leasehold_watch_streams_total", "Watch streams opened.");
 
   render(): string {
-    return `${[this.requests, this.conflicts, this.storeErrors, this.storeLatency, this.watchers]
+    return `${[this.requests, this.conflicts, this.storeErrors, this.storeLatency, this.watchers, ...this.gauges]
       .flatMap((m) => m.render())
       .join("\n")}\n`;
   }

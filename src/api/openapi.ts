@@ -16,6 +16,8 @@ import {
   Health,
   Heartbeat,
   HeartbeatBody,
+  INSTANCE_HEADER,
+  instanceHeaderDescription,
   LeaseList,
   LeaseResult,
   Lease as LeaseSchema,
@@ -77,6 +79,23 @@ export const ALLOW_HEADER: HeaderObjects = {
     required: true,
     schema: { type: "string", example: "GET, HEAD, PUT" },
   },
+};
+
+/** Retry-After on a 409 that will pass by itself (a lease still held: when the server expects it free). */
+const maybeRetryAfter: HeaderObjects = {
+  "Retry-After": {
+    description: "Seconds until the server expects the lease to be free (a lease still held)",
+    required: false,
+    schema: { type: "integer", minimum: 0 },
+  },
+};
+
+const instanceHeader = {
+  name: INSTANCE_HEADER,
+  in: "header" as const,
+  required: true,
+  description: instanceHeaderDescription,
+  schema: { type: "string" as const, pattern: wirePatterns.instance },
 };
 
 const ifMatch = {
@@ -146,6 +165,9 @@ export function apiRoutes(secured: boolean) {
         403: problem("The token may not do this verb on this lease (its verbs or name prefixes)"),
       }
     : {};
+  const overLimit = (what: string) => ({
+    429: problem(`Over a bound of this server (\`bound\` names it: ${what}); retry after Retry-After`, retryAfter),
+  });
   const failures = {
     500: problem("A stored record is unreadable (corrupt, named in `detail`) or an unexpected error"),
     503: problem("Store unavailable, or a write's outcome unknown: retry after Retry-After", retryAfter),
@@ -160,7 +182,13 @@ export function apiRoutes(secured: boolean) {
   const name = "$request.path.name";
   const group = "$request.path.group";
   const member = "$request.path.member";
-  const holderTerm = { holder: "$request.body#/holder", term: "$response.body#/lease/term" };
+  const holderTerm = {
+    holder: "$request.body#/holder",
+    instance: "$request.body#/instance",
+    term: "$response.body#/lease/term",
+  };
+  const heldElsewhere =
+    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group (`group` names it; use its group routes)";
 
   return {
     acquire: createRoute({
@@ -184,9 +212,10 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         409: problem(
-          "Held by another holder (`lease` is the current record, `leader: false`), or the write would break a term rule (`rule`)",
+          `\`conflict\`: held by another holder (\`lease\` is the current record for a token that may read it, \`leader: false\`); ${heldElsewhere}; \`term-exhausted\`: the lease is at term 2^53-1; \`term-rule\`: the write would break a term rule (\`rule\`)`,
         ),
         ...withBody,
+        ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
         ...failures,
       },
     }),
@@ -209,7 +238,9 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         404: problem("The lease never existed"),
-        409: problem("Lost: another holder, the term moved on, or it expired (`lease` is the current record)"),
+        409: problem(
+          `\`conflict\`: lost (another holder, the term moved on, or it expired; \`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
+        ),
         ...withBody,
         ...failures,
       },
@@ -230,7 +261,9 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         404: problem("The lease never existed"),
-        409: problem("Not this holder's term (`lease` is the current record)"),
+        409: problem(
+          `\`conflict\`: not this holder's term, or released by another process (\`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
+        ),
         ...withBody,
         ...failures,
       },
@@ -262,9 +295,15 @@ export function apiRoutes(secured: boolean) {
       operationId: "putLease",
       tags: ["leases"],
       summary:
-        "Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates",
+        "Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates",
+      description: [
+        "The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release,",
+        `a re-acquisition at term + 1) must come from the instance (${INSTANCE_HEADER}) that took the lease; a lease still`,
+        "held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to",
+        "the same holder name from another instance; a record of a sharded group is written only by its group routes.",
+      ].join(" "),
       ...security,
-      parameters: [ifMatch, ifNoneMatch],
+      parameters: [ifMatch, ifNoneMatch, instanceHeader],
       request: { params: NameParam, ...body(RecordBody) },
       responses: {
         200: { ...leaseWithTag("Replaced"), links: { read: { operationId: "getLease", parameters: { name } } } },
@@ -272,11 +311,13 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         409: problem(
-          "The write breaks a term rule (`rule` names it, `lease` is the current record); nothing was written",
+          `\`term-rule\`: the write breaks a term rule (\`rule\` names it); \`conflict\`: the lease is still held by another holder (Retry-After: when the server expects it free) or expired in this term; ${heldElsewhere}. \`lease\` is the current record for a token that may read it; nothing was written`,
+          maybeRetryAfter,
         ),
         412: problem("Not at that revision, or it exists (If-None-Match: *): `lease` is the current record"),
         ...withBody,
         428: problem("Neither If-Match nor If-None-Match was sent"),
+        ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
         ...failures,
       },
     }),
@@ -305,7 +346,17 @@ export function apiRoutes(secured: boolean) {
       ...security,
       parameters: [lastEventId],
       request: { params: NameParam },
-      responses: { 200: watchStream, 400: invalid, ...auth, ...failures },
+      responses: {
+        200: watchStream,
+        400: invalid,
+        ...auth,
+        ...overLimit("watchStreamsPerToken"),
+        500: failures[500],
+        503: problem(
+          "Store unavailable (retry after Retry-After), or `over-capacity`: this server serves watchStreams streams already (`bound`)",
+          retryAfter,
+        ),
+      },
     } satisfies RouteConfig,
     heartbeat: createRoute({
       method: "post",
@@ -319,7 +370,8 @@ export function apiRoutes(secured: boolean) {
         "Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only",
         "until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded;",
         "never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff.",
-        "The token's prefixes must cover the group's records (`<group>/`).",
+        "The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that",
+        "name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).",
       ].join(" "),
       ...security,
       request: { params: MemberParams, ...body(HeartbeatBody) },
@@ -358,9 +410,10 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         404: problem("The group does not exist and the request has no `buckets` to start it with"),
         409: problem(
-          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id",
+          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/config` is another kind of record",
         ),
         ...withBody,
+        ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),
         ...failures,
       },
     }),
@@ -379,7 +432,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         404: problem("The group does not exist"),
         409: problem(
-          "`bucket-not-held`: the member does not hold the bucket at that term (already moved on); `session-ended` or `member-in-use` as for heartbeatMember",
+          "`bucket-not-held`: the member does not hold the bucket at that term (already moved on); `session-ended`, `member-in-use` or `not-a-group` as for heartbeatMember",
         ),
         ...withBody,
         ...failures,
@@ -417,13 +470,14 @@ export function apiRoutes(secured: boolean) {
       path: "/metrics",
       operationId: "metrics",
       tags: ["service"],
-      summary: "Prometheus metrics of this instance",
-      ...open,
+      summary: "Prometheus metrics of this instance (with tokens: for a token with the verb metrics)",
+      ...security,
       responses: {
         200: {
           description: "Prometheus text exposition 0.0.4",
           content: { "text/plain": { schema: { type: "string" } } },
         },
+        ...auth,
       },
     } satisfies RouteConfig,
     openapi: {
@@ -443,8 +497,8 @@ export function apiRoutes(secured: boolean) {
 /** The document's own parts that no route carries: info, the security scheme, the 405 answer. */
 export function documentParts(secured: boolean) {
   const auth = secured
-    ? "Every /v1 operation needs `Authorization: Bearer <token>`; tokens are scoped to verbs (read, write) and lease-name prefixes."
-    : "This server runs without authentication (loopback or explicitly insecure): no operation needs a token.";
+    ? 'Every /v1 operation and /metrics need `Authorization: Bearer <token>`; tokens are scoped to verbs (read; write: acquire, renew, release and the group routes; cas: the raw PUT; metrics) and to name prefixes: "" covers every name, a prefix ending in / the names under it, any other prefix that name and the names under it (adapters/bill never covers adapters/billboard).'
+    : "This server runs without authentication (loopback or explicitly insecure): no operation needs a token. On loopback it serves only requests whose Host is localhost, 127.x.x.x or [::1] (403 otherwise).";
   return {
     info: {
       title: "leasehold",

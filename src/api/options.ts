@@ -33,7 +33,26 @@ export const APP_OPTION_BOUNDS = {
   heartbeatMs: { min: 10, max: 3_600_000, default: 15_000, unit: MS },
   bodyBytes: { min: 1024, max: 1_048_576, default: 4096, unit: "a whole number of bytes" },
   listLimit: { min: 1, max: 10_000, default: 1000, unit: "a whole number of leases" },
+  // What one caller can make this server hold (src/api/limits.ts, docs/security.md "Bounds"):
+  // defaults a small deployment never meets, low enough that one token cannot exhaust a server.
+  watchStreams: { min: 1, max: 1_000_000, default: 1000, unit: "a whole number of streams" },
+  watchStreamsPerToken: { min: 1, max: 1_000_000, default: 100, unit: "a whole number of streams" },
+  recordsPerPrefix: { min: 1, max: 100_000_000, default: 10_000, unit: "a whole number of records" },
+  createsPerMinute: { min: 1, max: 1_000_000, default: 600, unit: "a whole number of records" },
+  bucketWritesPerHeartbeat: { min: 1, max: 4096, default: 64, unit: "a whole number of writes" },
 } as const satisfies Record<string, Bounds>;
+
+/** The bounds of `limits`, each a createApp option and a LEASEHOLD_* variable. */
+export const LIMIT_NAMES = [
+  "bodyBytes",
+  "listLimit",
+  "watchStreams",
+  "watchStreamsPerToken",
+  "recordsPerPrefix",
+  "createsPerMinute",
+  "bucketWritesPerHeartbeat",
+] as const;
+export type LimitName = (typeof LIMIT_NAMES)[number];
 
 /** "expected a whole number of milliseconds 0-60000": the same words for options and variables. */
 export function expectation(bounds: Bounds): string {
@@ -71,20 +90,16 @@ const appOptionsSchema = z.looseObject({
   watchPollMs: optional(APP_OPTION_BOUNDS.watchPollMs),
   heartbeatMs: optional(APP_OPTION_BOUNDS.heartbeatMs),
   limits: z
-    .looseObject({
-      bodyBytes: optional(APP_OPTION_BOUNDS.bodyBytes),
-      listLimit: optional(APP_OPTION_BOUNDS.listLimit),
-    })
+    .looseObject(Object.fromEntries(LIMIT_NAMES.map((name) => [name, optional(APP_OPTION_BOUNDS[name])])))
     .optional(),
+  allowedHosts: z.literal("loopback").optional(),
 });
 
-export interface ResolvedAppOptions {
+export type ResolvedAppOptions = {
   maxSkewMs: number;
   watchPollMs: number;
   heartbeatMs: number;
-  bodyBytes: number;
-  listLimit: number;
-}
+} & Record<LimitName, number>;
 
 /**
  * Checks the options and fills in the defaults (the bounds' own, so the start-up line and the
@@ -96,14 +111,14 @@ export function resolveAppOptions(options: unknown): ResolvedAppOptions {
     maxSkewMs?: number;
     watchPollMs?: number;
     heartbeatMs?: number;
-    limits?: { bodyBytes?: number; listLimit?: number };
+    limits?: Partial<Record<LimitName, number>>;
   };
   const b = APP_OPTION_BOUNDS;
+  const limits = Object.fromEntries(LIMIT_NAMES.map((name) => [name, o.limits?.[name] ?? b[name].default]));
   return {
     maxSkewMs: o.maxSkewMs ?? b.maxSkewMs.default,
     watchPollMs: o.watchPollMs ?? b.watchPollMs.default,
     heartbeatMs: o.heartbeatMs ?? b.heartbeatMs.default,
-    bodyBytes: o.limits?.bodyBytes ?? b.bodyBytes.default,
-    listLimit: o.limits?.listLimit ?? b.listLimit.default,
+    ...(limits as Record<LimitName, number>),
   };
 }

@@ -58,13 +58,13 @@ import {
   transferRecord,
 } from "../sharding/next-records.js";
 import { type Plan, planShards } from "../sharding/plan.js";
-import type { LeaseService } from "./lease-service.js";
+import { isGroupConfig } from "./group-records.js";
+import { digestOf, instanceDigest, withDigest } from "./instance.js";
+import type { Caller, LeaseService } from "./lease-service.js";
 import { ProblemError } from "./problems.js";
 
 /** A lost race is decided again on the fresh records this many times before the caller is told to retry. */
 const ATTEMPTS = 4;
-/** The most buckets one heartbeat takes, so a call stays short on a big group; the rest at the next. */
-export const CLAIMS_PER_CALL = 256;
 /** Writes of one call run this many at a time. */
 const PARALLEL_WRITES = 8;
 
@@ -76,28 +76,53 @@ interface Group {
 
 type SessionStep = { kind: "renew" | "start"; term: number };
 
+// ---- what a member proves: its instance (docs/security.md) ----
+// The caller's `instance` is never stored: its digest is, in the session record's reserved key.
+// The `proof` of a call is the instance and its digest; a session record written before digests
+// (plain `instance` metadata) is recognised once, and rewritten with the digest by the renewal.
+
+interface Proof {
+  instance: string;
+  digest: string;
+}
+
+async function proofOf(instance: string): Promise<Proof> {
+  return { instance, digest: await instanceDigest(instance) };
+}
+
+/** Is `m`'s session run by the process that proves `proof`? (false for a library member's record) */
+function sameInstance(m: MemberInfo, proof: Proof): boolean {
+  const r = m.stored.record;
+  return digestOf(r) === proof.digest || (digestOf(r) === undefined && r.metadata.instance === proof.instance);
+}
+
 export class ShardService {
   constructor(
     private readonly leases: LeaseService,
     private readonly clock: Clock,
     private readonly maxSkewMs: number,
+    /** The most bucket records one heartbeat writes, so a call stays short on a big group; the rest at the next. */
+    private readonly writesPerHeartbeat: number,
   ) {}
 
   /**
    * Renews (or starts) `member`'s session, takes what the assignment gives it, fences expired
    * members, and answers what it holds and what it is asked to give up.
    */
-  async heartbeat(group: string, member: string, req: HeartbeatRequest): Promise<HeartbeatView> {
+  async heartbeat(group: string, member: string, req: HeartbeatRequest, caller: Caller): Promise<HeartbeatView> {
     const name = memberName(group, member);
+    const proof = await proofOf(req.instance);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const state = await this.read(group, { buckets: req.buckets, leaseMs: req.leaseMs });
+      const state = await this.read(group, caller, { buckets: req.buckets, leaseMs: req.leaseMs });
       const wall = this.clock.wallNow();
       const mine = state.members.get(member);
-      const step = this.sessionStep(group, member, mine, req, wall);
+      const step = this.sessionStep(group, member, mine, req, proof, wall);
       const before = this.plan(state, member, step.term, req.leaseMs, wall);
       if (before.staleConfig) continue; // a re-shard under way: read the config again
-      const next = sessionRecord(name, member, step, mine, req, memberMetadata(before.wants), wall);
-      const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null);
+      if (!mine) await this.leases.admitCreate(caller);
+      const metadata = withDigest(memberMetadata(before.wants), proof.digest);
+      const next = sessionRecord(name, member, step, mine, req, metadata, wall);
+      const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null, caller.by);
       if (outcome.kind === "lost") continue;
       state.members.set(member, decodeMember(group, outcome.stored)!);
       const complete = await this.act(group, state, member, step.term, req.leaseMs, before, wall);
@@ -110,11 +135,17 @@ export class ShardService {
    * `member` has stopped working on `bucket` at `term`: the bucket moves on as the assignment
    * says now (to the member that asked for it, back to this member at term + 1, or free).
    */
-  async confirmHandoff(group: string, member: string, req: HandoffConfirmation): Promise<HandoffResultView> {
+  async confirmHandoff(
+    group: string,
+    member: string,
+    req: HandoffConfirmation,
+    caller: Caller,
+  ): Promise<HandoffResultView> {
+    const proof = await proofOf(req.instance);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const state = await this.read(group);
+      const state = await this.read(group, caller);
       const wall = this.clock.wallNow();
-      const mine = this.requireSession(group, member, state.members.get(member), req, wall);
+      const mine = this.requireSession(group, member, state.members.get(member), req.session, proof, wall);
       const b = state.buckets.get(req.bucket);
       if (!b || b.holder !== member || b.session !== req.session || b.term !== req.term) {
         throw new ProblemError(
@@ -147,7 +178,7 @@ export class ShardService {
         outcome = "released";
         next = releaseRecord(b, config.epoch, wall);
       }
-      const written = await this.leases.writeChecked(next.name, next, b.stored);
+      const written = await this.leases.writeChecked(next.name, next, b.stored, caller.by);
       if (written.kind === "lost") continue;
       const r = written.stored.record;
       return { bucket: b.index, outcome, holder: r.holder, term: r.term };
@@ -156,27 +187,31 @@ export class ShardService {
   }
 
   /** Ends `member`'s session (holder null, term kept): every bucket it held is free at once. */
-  async leave(group: string, member: string, req: LeaveRequest): Promise<MemberLeftView> {
+  async leave(group: string, member: string, req: LeaveRequest, caller: Caller): Promise<MemberLeftView> {
     const name = memberName(group, member);
+    const proof = await proofOf(req.instance);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const stored = await this.leases.get(name);
       const mine = stored ? decodeMember(group, stored) : undefined;
-      // Idempotent: a repeated leave of the same session finds it over.
-      if (mine && mine.holder === null && mine.term === req.session) return { group, member, session: req.session };
+      // Idempotent: a repeated leave of the same session, by the process that left it.
+      if (mine && mine.holder === null && mine.term === req.session && sameInstance(mine, proof)) {
+        return { group, member, session: req.session };
+      }
       const wall = this.clock.wallNow();
       const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
-      if (!mine || mine.holder !== member || mine.term !== req.session || instanceOf(mine) !== req.instance) {
-        if (live && instanceOf(mine) !== req.instance) throw memberInUse(group, member, mine);
+      if (!mine || mine.holder !== member || mine.term !== req.session || !sameInstance(mine, proof)) {
+        if (live && !sameInstance(mine, proof)) throw memberInUse(group, member, mine);
         throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
       }
+      // The digest stays, so a repeated leave by this process is recognised (and only by it).
       const next: LeaseRecord = {
         ...mine.stored.record,
         holder: null,
-        metadata: {},
+        metadata: withDigest({}, proof.digest),
         renewedAt: wall,
         writeId: newWriteId(),
       };
-      const outcome = await this.leases.writeChecked(name, next, mine.stored);
+      const outcome = await this.leases.writeChecked(name, next, mine.stored, caller.by);
       if (outcome.kind === "applied") return { group, member, session: req.session };
     }
     throw changedTooOften(group);
@@ -184,8 +219,12 @@ export class ShardService {
 
   // ---- reading the group ----
 
-  private async read(group: string, create?: { buckets: number | undefined; leaseMs: number }): Promise<Group> {
-    const config = await this.config(group, create);
+  private async read(
+    group: string,
+    caller: Caller,
+    create?: { buckets: number | undefined; leaseMs: number },
+  ): Promise<Group> {
+    const config = await this.config(group, caller, create);
     const members = new Map<string, MemberInfo>();
     for (const stored of await this.leases.listAll(membersPrefix(group))) {
       const m = decodeMember(group, stored);
@@ -200,7 +239,11 @@ export class ShardService {
   }
 
   /** The group's config; created with `create.buckets` when the group does not exist yet. */
-  private async config(group: string, create?: { buckets: number | undefined; leaseMs: number }): Promise<GroupConfig> {
+  private async config(
+    group: string,
+    caller: Caller,
+    create?: { buckets: number | undefined; leaseMs: number },
+  ): Promise<GroupConfig> {
     const name = configName(group);
     let stored: Stored | null = await this.leases.get(name);
     if (!stored) {
@@ -216,16 +259,18 @@ export class ShardService {
         create.leaseMs,
         this.clock.wallNow(),
       );
-      const outcome = await this.leases.writeChecked(name, fresh, null);
+      await this.leases.admitCreate(caller);
+      const outcome = await this.leases.writeChecked(name, fresh, null, caller.by);
       stored = outcome.kind === "applied" ? outcome.stored : (outcome.current ?? (await this.leases.get(name)));
       if (!stored) throw changedTooOften(group);
     }
     const config = decodeConfig(stored.record);
-    // Never overwritten: an operator must look (or rewrite it with reshard()).
-    if (!config) {
+    // Never overwritten: the name is a plain lease's, or an operator must look (or rewrite it with
+    // reshard()). The caller's request is fine; the group name is taken.
+    if (!config || !isGroupConfig(stored.record)) {
       throw new ProblemError(
-        "corrupt",
-        `the config record "${name}" is unreadable: expected metadata buckets (1-4096), epoch (>= 1) and previous as whole numbers`,
+        "not-a-group",
+        `"${name}" is not a sharded group's config (it is a plain lease, or a record without a bucket count and epoch): "${group}" cannot be a group; use another group name, or have an operator look at the record`,
       );
     }
     return config;
@@ -239,10 +284,11 @@ export class ShardService {
     member: string,
     mine: MemberInfo | undefined,
     req: HeartbeatRequest,
+    proof: Proof,
     wall: number,
   ): SessionStep {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
-    const ours = live && instanceOf(mine) === req.instance;
+    const ours = live && sameInstance(mine, proof);
     if (req.session !== undefined) {
       if (ours && mine.term === req.session) return { kind: "renew", term: mine.term };
       if (live && !ours) throw memberInUse(group, member, mine);
@@ -259,13 +305,14 @@ export class ShardService {
     group: string,
     member: string,
     mine: MemberInfo | undefined,
-    req: { instance: string; session: number },
+    session: number,
+    proof: Proof,
     wall: number,
   ): MemberInfo {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
-    if (live && instanceOf(mine) !== req.instance) throw memberInUse(group, member, mine);
-    if (live && mine.term === req.session) return mine;
-    throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
+    if (live && !sameInstance(mine, proof)) throw memberInUse(group, member, mine);
+    if (live && mine.term === session) return mine;
+    throw sessionEnded(group, member, mine, session, wall, this.maxSkewMs);
   }
 
   /**
@@ -346,16 +393,19 @@ export class ShardService {
     const plan = this.plan(state, member, session, leaseMs, wall);
     if (plan.staleConfig) return false;
     const epoch = state.config.epoch;
-    const writes: Array<{ next: LeaseRecord; current: Stored | null }> = [
+    const planned: Array<{ next: LeaseRecord; current: Stored | null }> = [
       ...plan.stamps.map((b) => ({ next: stampRecord(b, epoch), current: b.stored })),
       ...plan.creates.map((i) => ({ next: freeBucketRecord(group, i, epoch, leaseMs, wall), current: null })),
       // With every bucket of the caller counted as running, these are records of sessions that are over.
       ...plan.releases.map((r) => ({ next: releaseRecord(r.current, epoch, wall), current: r.current.stored })),
-      ...plan.claims.slice(0, CLAIMS_PER_CALL).map((c) => ({
+      ...plan.claims.map((c) => ({
         next: claimRecord(group, c.bucket, c.current, { holder: member, session, epoch, leaseMs }, wall),
         current: c.current?.stored ?? null,
       })),
     ];
+    // Bounded per call (bucketWritesPerHeartbeat): the rest at the next heartbeat, which comes
+    // sooner while the answer is not settled.
+    const writes = planned.slice(0, this.writesPerHeartbeat);
     await parallel(
       writes.map((w) => async () => {
         const stored = await this.tryWrite(w.next, w.current);
@@ -363,7 +413,7 @@ export class ShardService {
         if (info) state.buckets.set(info.index, info);
       }),
     );
-    return plan.claims.length <= CLAIMS_PER_CALL;
+    return planned.length <= writes.length;
   }
 
   /** One checked write; the record now current (ours or another's), or `undefined` when the store failed. */
@@ -425,10 +475,9 @@ function sessionRecord(
   step: SessionStep,
   mine: MemberInfo | undefined,
   req: HeartbeatRequest,
-  wants: Record<string, string>,
+  metadata: Record<string, string>,
   wall: number,
 ): LeaseRecord {
-  const metadata = { instance: req.instance, ...wants };
   if (step.kind === "renew" && mine) {
     return {
       ...mine.stored.record,
@@ -449,11 +498,6 @@ function sessionRecord(
     metadata,
     writeId: newWriteId(),
   };
-}
-
-/** The process that runs a member's session over HTTP (absent for a library member's record). */
-function instanceOf(m: MemberInfo): string | undefined {
-  return m.stored.record.metadata.instance;
 }
 
 function memberInUse(group: string, member: string, mine: MemberInfo): ProblemError {

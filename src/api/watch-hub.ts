@@ -4,7 +4,8 @@
  * exactly one feed for it, however many streams there are: the store's own push when it has one,
  * else one read every `pollMs` (so changes made through other instances arrive within pollMs at
  * a cost of one read per lease per interval, not per watcher). Each stream drops what it has
- * already sent (same revision).
+ * already sent (same revision). The hub knows only the store: the lease service publishes what it
+ * reads and writes here through a callback, so neither depends on the other.
  */
 import type { Clock } from "../clock.js";
 import type { LeaseStore, Stored } from "../lease.js";
@@ -20,12 +21,16 @@ export class WatchHub {
   private readonly feeds = new Map<string, Feed>();
 
   constructor(
+    /** The API's (metered) store: its push when it has one, else its reads. */
     private readonly store: LeaseStore,
     private readonly clock: Clock,
     private readonly pollMs: number,
-    /** The read used by polling (it publishes what it reads, like every read of the API). */
-    private readonly read: (name: string) => Promise<Stored | null>,
   ) {}
+
+  /** Leases with at least one stream (each has one feed). */
+  get size(): number {
+    return this.feeds.size;
+  }
 
   publish(name: string, stored: Stored | null): void {
     for (const s of this.feeds.get(name)?.subscribers ?? []) s(stored);
@@ -58,7 +63,7 @@ export class WatchHub {
           for await (const stored of push.call(this.store, name, signal)) this.publish(name, stored);
         } else {
           await this.clock.sleep(this.pollMs, signal);
-          if (!signal.aborted) await this.read(name);
+          if (!signal.aborted) this.publish(name, await this.store.get(name));
         }
       } catch {
         // A failed read or a broken push is retried after a pause; the streams stay open.

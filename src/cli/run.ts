@@ -24,7 +24,7 @@
 import { hostname } from "node:os";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
-import { LeadershipLostError, LeaseValidationError } from "../errors.js";
+import { isLeaseStillHeldError, LeadershipLostError, LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
@@ -212,7 +212,11 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
         else void finish(EXIT_USAGE, false);
         return;
       }
-      const message = `store error during ${during}: ${errorMessage(error)}`;
+      // The API refuses a takeover until its own clock, with its skew bound, says the lease is
+      // free: an expected wait, said once, not an error.
+      const message = isLeaseStillHeldError(error)
+        ? `waiting: the API still counts "${name}" as held by its clock; trying again`
+        : `store error during ${during}: ${errorMessage(error)}`;
       if (message !== lastError) say(message);
       lastError = message;
     });

@@ -18,6 +18,8 @@ import {
   Heartbeat,
   type HeartbeatRequest,
   type HeartbeatView,
+  INSTANCE_HEADER,
+  INSTANCE_PATTERN,
   Lease,
   LeaseList,
   type LeaseListView,
@@ -43,6 +45,13 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Retries of safe requests on network errors and 503. Default 2. */
   retries?: number;
+  /**
+   * This process's instance: a random id picked once (a UUID, 16-64 characters of A-Z a-z 0-9 . _ : -),
+   * sent with acquire, renew, release and the raw PUT. The server keeps only its digest and
+   * renews, releases or re-acquires a lease only for the instance that took it. Default: a random
+   * UUID per client, so use one client per process (or pass the same instance to each).
+   */
+  instance?: string;
 }
 
 export interface WatchEvent {
@@ -68,6 +77,8 @@ export class LeaseholdClient {
   private readonly fetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly retries: number;
+  /** This client's instance (ClientOptions.instance): sent with every lease write. */
+  readonly instance: string;
 
   constructor(private readonly options: ClientOptions) {
     let url: URL;
@@ -91,41 +102,58 @@ export class LeaseholdClient {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = options.retries ?? 2;
+    this.instance = options.instance ?? crypto.randomUUID();
+    if (!INSTANCE_PATTERN.test(this.instance)) {
+      throw new LeaseholdApiError(
+        0,
+        undefined,
+        "invalid instance: expected 16-64 characters of A-Z a-z 0-9 . _ : - (a random id, e.g. a UUID)",
+      );
+    }
   }
 
   static leasePath(name: string): string {
     return `/v1/leases/${encodeURIComponent(name)}`;
   }
 
+  /** Acquire (or, from this instance, renew): `body.instance` defaults to this client's. */
   async acquire(
     name: string,
-    body: { holder: string; leaseMs: number; metadata?: Record<string, string> },
+    body: { holder: string; leaseMs: number; metadata?: Record<string, string>; instance?: string },
     signal?: AbortSignal,
   ): Promise<LeaseResultView> {
     return this.leaseResult({
       method: "POST",
       path: `${LeaseholdClient.leasePath(name)}/acquire`,
-      body,
+      body: { instance: this.instance, ...body },
       retry: true,
       signal,
     });
   }
 
-  async renew(name: string, body: { holder: string; term: number }, signal?: AbortSignal): Promise<LeaseResultView> {
+  async renew(
+    name: string,
+    body: { holder: string; term: number; instance?: string },
+    signal?: AbortSignal,
+  ): Promise<LeaseResultView> {
     return this.leaseResult({
       method: "POST",
       path: `${LeaseholdClient.leasePath(name)}/renew`,
-      body,
+      body: { instance: this.instance, ...body },
       retry: true,
       signal,
     });
   }
 
-  async release(name: string, body: { holder: string; term: number }, signal?: AbortSignal): Promise<LeaseResultView> {
+  async release(
+    name: string,
+    body: { holder: string; term: number; instance?: string },
+    signal?: AbortSignal,
+  ): Promise<LeaseResultView> {
     return this.leaseResult({
       method: "POST",
       path: `${LeaseholdClient.leasePath(name)}/release`,
-      body,
+      body: { instance: this.instance, ...body },
       retry: true,
       signal,
     });
@@ -150,10 +178,12 @@ export class LeaseholdClient {
     return this.parse(res, LeaseList);
   }
 
-  /** Raw compare-and-swap; `expected` null = create. Never retried. */
+  /** Raw compare-and-swap (the token needs the verb cas); `expected` null = create. Never retried. */
   async put(name: string, body: RecordWrite, expected: string | null, signal?: AbortSignal): Promise<LeaseView> {
-    const headers: Record<string, string> =
-      expected === null ? { "If-None-Match": "*" } : { "If-Match": `"${expected}"` };
+    const headers: Record<string, string> = {
+      ...(expected === null ? { "If-None-Match": "*" } : { "If-Match": `"${expected}"` }),
+      [INSTANCE_HEADER]: this.instance,
+    };
     const res = await this.send({
       method: "PUT",
       path: LeaseholdClient.leasePath(name),
@@ -289,10 +319,14 @@ export class LeaseholdClient {
       problem = undefined;
     }
     const fields = problem?.errors?.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    const retryAfter = /^\d{1,9}$/.test(res.headers.get("retry-after") ?? "")
+      ? Number(res.headers.get("retry-after"))
+      : undefined;
     return new LeaseholdApiError(
       res.status,
       problem,
       `leasehold API ${res.status}: ${problem?.detail ?? res.statusText}${fields ? ` (${fields})` : ""}`,
+      retryAfter === undefined ? undefined : { retryAfter },
     );
   }
 

@@ -14,15 +14,17 @@
  */
 import { z } from "zod";
 import {
+  callerMetadataSchema,
   holderSchema,
   MAX_HOLDER_LENGTH,
   MAX_LEASE_MS,
   MAX_METADATA_BYTES,
   MAX_NAME_LENGTH,
   MIN_LEASE_MS,
-  metadataSchema,
   NAME_PATTERN,
+  NAME_RULE,
   prefixSchema,
+  RESERVED_METADATA_PREFIX,
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
@@ -81,10 +83,36 @@ const holder = holderSchema.meta({
   example: "billing-7f9c",
 });
 
-const metadata = metadataSchema.meta({
-  description: `A small string map, at most ${MAX_METADATA_BYTES} bytes as UTF-8 JSON (rewritten on every renewal)`,
+const metadata = callerMetadataSchema.meta({
+  description: `A small string map, at most ${MAX_METADATA_BYTES} bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "${RESERVED_METADATA_PREFIX}" are the server's own: refused in requests, never shown`,
   example: { addr: "10.0.0.7:8080" },
 });
+
+/**
+ * The largest term a new lease may start at through the raw PUT: far beyond any real use, and
+ * 2^52 short of 2^53-1, so a lease created there can still pass on (a term past 2^53-1 could not
+ * be written, and the name would be stuck).
+ */
+export const MAX_CREATED_TERM = 2 ** 52;
+
+/**
+ * A process's own random id, picked once when it starts (a UUID) and sent with every call: the
+ * server keeps only its SHA-256 digest, and renews, releases or re-acquires a lease (or a member's
+ * session) only for the instance that took it, so two processes given the same holder name (or
+ * member id) never share one term. At least 16 characters, so it is not guessable by accident.
+ */
+export const INSTANCE_PATTERN = /^[A-Za-z0-9._:-]{16,64}$/;
+const instanceRule = "expected 16-64 characters of A-Z a-z 0-9 . _ : - (a random id, e.g. a UUID)";
+const instanceDescription =
+  "A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it";
+const instance = z
+  .string({ error: "expected a string" })
+  .regex(INSTANCE_PATTERN, { error: instanceRule })
+  .meta({ description: instanceDescription, example: "0b6f4c1e-7d2a-4a47-9a55-3f7e1a2c9d10" });
+
+/** The raw PUT's header carrying the writer's instance (the HTTP store sends its own). */
+export const INSTANCE_HEADER = "Leasehold-Instance";
+export const instanceHeaderDescription = `The writing process's instance (${instanceRule.slice(9)}): a write that keeps the holder (a renewal, a release, a re-acquisition) must come from the instance that took the lease`;
 
 /**
  * An entity tag as this API sends it in ETag and takes it in If-Match: one quoted revision,
@@ -94,18 +122,19 @@ export const ENTITY_TAG_PATTERN = /^"([\x21\x23-\x7E]{1,64})"$/;
 const entityTag = ENTITY_TAG_PATTERN.source;
 
 /**
- * A lease name on the wire: the record's rule (NAME_PATTERN), with its length stated too (the
- * pattern implies it) and checked first, so an overlong name gets one message.
+ * A lease name on the wire: the record's rule (NAME_PATTERN), with its length stated and checked
+ * first, so an overlong name gets one message.
  */
-const nameError = `expected 1-${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`;
 const wireName = z
   .string({ error: "expected a string" })
   .min(1, { error: "expected a non-empty name", abort: true })
   .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
-  .regex(NAME_PATTERN, { error: nameError });
+  .regex(NAME_PATTERN, { error: NAME_RULE });
+
+const nameDescription = `1-${MAX_NAME_LENGTH} characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)`;
 
 export const leaseName = wireName.meta({
-  description: `The lease name: 1-${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`,
+  description: `The lease name: ${nameDescription}`,
   example: "adapters/billing",
 });
 
@@ -114,19 +143,21 @@ export const NameParam = z.object({
     param: {
       name: "name",
       in: "path",
-      description: `The lease name, percent-encoded as one path segment: each "/" is sent as %2F, as RFC 3986 and OpenAPI's simple style encode a path parameter (adapters/billing is /v1/leases/adapters%2Fbilling)`,
+      description: `The lease name (${nameDescription}), percent-encoded as one path segment: each "/" is sent as %2F, as RFC 3986 and OpenAPI's simple style encode a path parameter (adapters/billing is /v1/leases/adapters%2Fbilling)`,
     },
     example: "adapters/billing",
   }),
 });
 
-export const AcquireBody = z
-  .strictObject({ holder, leaseMs, metadata: metadata.optional() })
-  .meta({ id: "AcquireRequest", description: "Acquire (or, by the current holder, renew) a lease" });
+export const AcquireBody = z.strictObject({ holder, instance, leaseMs, metadata: metadata.optional() }).meta({
+  id: "AcquireRequest",
+  description: "Acquire a lease (or, by the holder from the same instance, renew it)",
+});
 
-export const TermBody = z
-  .strictObject({ holder, term: term(1) })
-  .meta({ id: "HolderTermRequest", description: "The holder and the term it holds" });
+export const TermBody = z.strictObject({ holder, instance, term: term(1) }).meta({
+  id: "HolderTermRequest",
+  description: "The holder, the instance that took the lease, and the term it holds",
+});
 
 /**
  * The raw compare-and-swap write used by the HTTP store: the whole record but `renewedAt`, which
@@ -135,7 +166,9 @@ export const TermBody = z
 export const RecordBody = z
   .strictObject({
     holder: holder.nullable(),
-    term: term(0),
+    term: term(0).meta({
+      description: `Fencing token: +1 each time leadership passes to a holder; kept by a release. A new lease starts at most at ${MAX_CREATED_TERM} (2^52)`,
+    }),
     leaseMs,
     metadata,
     writeId: z
@@ -172,7 +205,9 @@ export const Lease = z
     leaseMs,
     acquiredAt: wallMs("When the current term began (writer's wall clock, ms)"),
     renewedAt: wallMs("When this revision was written (server wall clock, ms)"),
-    expiresAt: wallMs("renewedAt + leaseMs (server wall clock, ms)"),
+    expiresAt: wallMs(
+      "When the lease runs out unless renewed (server wall clock, ms): renewedAt + leaseMs; for a bucket of a sharded group, when its owner's session does (a bucket is held while that session lives)",
+    ),
     metadata,
     writeId: z.string().min(1).max(64),
     revision,
@@ -211,11 +246,18 @@ export const Problem = z
       description:
         "The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term or create-needs-term",
     }),
+    bound: z.string().optional().meta({
+      description:
+        "The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections",
+    }),
+    group: z.string().optional().meta({
+      description: "The sharded group a refused write's record belongs to (409 group-record): use its group routes",
+    }),
   })
   .meta({
     id: "Problem",
     description:
-      "RFC 9457 problem details; `lease` is the current record (409, 412), `errors` each failing field (400)",
+      "RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)",
   });
 
 /** The data of one watch event (`event: lease`, `id:` the revision or "none"). */
@@ -234,12 +276,11 @@ export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 // ---- sharded groups (docs/sharding.md, "Over HTTP") ----
 
 /** A group name: the lease-name rule, short enough that every record name of the group fits. */
-const groupError = `expected 1-${MAX_GROUP_LENGTH} characters of a-z 0-9 . _ / -, starting and ending with a letter or digit`;
 const wireGroup = z
   .string({ error: "expected a string" })
   .min(1, { error: "expected a non-empty group name", abort: true })
   .max(MAX_GROUP_LENGTH, { error: `expected at most ${MAX_GROUP_LENGTH} characters`, abort: true })
-  .regex(NAME_PATTERN, { error: groupError });
+  .regex(NAME_PATTERN, { error: NAME_RULE.replace(`1-${MAX_NAME_LENGTH}`, `1-${MAX_GROUP_LENGTH}`) });
 
 const wireMember = z
   .string({ error: "expected a string" })
@@ -254,7 +295,7 @@ export const MemberParams = z.object({
     param: {
       name: "group",
       in: "path",
-      description: `The group name (1-${MAX_GROUP_LENGTH} characters of a-z 0-9 . _ / -), percent-encoded as one path segment like a lease name (adapters/billing is adapters%2Fbilling). Its records are <group>/config, <group>/members/<id> and <group>/buckets/<i>`,
+      description: `The group name (1-${MAX_GROUP_LENGTH} characters, the lease-name rule), percent-encoded as one path segment like a lease name (adapters/billing is adapters%2Fbilling). Its records are <group>/config, <group>/members/<id> and <group>/buckets/<i>; the token must cover <group>/members/<member> (a token whose prefix is exactly that acts for that member alone)`,
     },
     example: "adapters/billing",
   }),
@@ -268,17 +309,6 @@ export const MemberParams = z.object({
     example: "billing-0",
   }),
 });
-
-/** A process's own random id: tells its session from one of another process using the same member id. */
-export const INSTANCE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
-const instance = z
-  .string({ error: "expected a string" })
-  .regex(INSTANCE_PATTERN, { error: "expected 1-64 characters of A-Z a-z 0-9 . _ : - (a random id, e.g. a UUID)" })
-  .meta({
-    description:
-      "A random id this process picks once when it starts (a UUID) and sends with every call: the server renews a session only for the instance that started it, so two processes given the same member id never share one",
-    example: "0b6f4c1e-7d2a-4a47-9a55-3f7e1a2c9d10",
-  });
 
 const sessionTerm = term(1).meta({
   description: "The member's session number: +1 for every new session of this member id",
@@ -417,7 +447,7 @@ export const MemberLeft = z
   .meta({ id: "MemberLeft", description: "The session ended: every bucket it held is free for the others" });
 
 /** What the raw OpenAPI parts of the document (headers, SSE) say, from the same sources as the checks. */
-export const wirePatterns = { entityTag } as const;
+export const wirePatterns = { entityTag, instance: INSTANCE_PATTERN.source } as const;
 
 export type LeaseView = z.infer<typeof Lease>;
 export type LeaseResultView = z.infer<typeof LeaseResult>;

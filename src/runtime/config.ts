@@ -21,8 +21,9 @@
  */
 
 import { z } from "zod";
+import type { ApiLimits } from "../api/app.js";
 import type { LogFormat } from "../api/log.js";
-import { APP_OPTION_BOUNDS, type Bounds } from "../api/options.js";
+import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import type { StoreUrl } from "../open-store.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
@@ -36,6 +37,7 @@ import {
   envTokens,
   envWholeNumber,
 } from "./env-fields.js";
+import { redactUrl } from "./redact.js";
 
 export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
 
@@ -56,6 +58,61 @@ export const DEFAULT_HOST = "127.0.0.1";
 const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };
 
 // ---------------------------------------------------------------------------------------------
+// Bounds (docs/security.md "Bounds"): what one caller can make the server hold. createApp's
+// limits, each a variable; and the Node listener's own, which Lambda and Workers leave to the
+// platform's front end (API Gateway, Cloudflare) and refuse there.
+
+/** LEASEHOLD_<NAME> of each createApp limit. */
+export const LIMIT_VARIABLES = {
+  bodyBytes: "LEASEHOLD_BODY_BYTES",
+  listLimit: "LEASEHOLD_LIST_LIMIT",
+  watchStreams: "LEASEHOLD_WATCH_STREAMS",
+  watchStreamsPerToken: "LEASEHOLD_WATCH_STREAMS_PER_TOKEN",
+  recordsPerPrefix: "LEASEHOLD_RECORDS_PER_PREFIX",
+  createsPerMinute: "LEASEHOLD_CREATES_PER_MINUTE",
+  bucketWritesPerHeartbeat: "LEASEHOLD_BUCKET_WRITES_PER_HEARTBEAT",
+} as const satisfies Record<LimitName, string>;
+
+/**
+ * The Node listener's bounds: a client gets `headersTimeoutMs` to send its headers and
+ * `requestTimeoutMs` its whole request (then 408), an idle keep-alive connection is closed after
+ * `keepAliveTimeoutMs`, and past `maxConnections` open connections a new one is answered 503.
+ * A watch stream is a response, not a request: these never cut one.
+ */
+export const LISTENER_BOUNDS = {
+  headersTimeoutMs: { min: 100, max: 120_000, default: 5000, unit: "a whole number of milliseconds" },
+  requestTimeoutMs: { min: 100, max: 600_000, default: 10_000, unit: "a whole number of milliseconds" },
+  keepAliveTimeoutMs: { min: 100, max: 600_000, default: 5000, unit: "a whole number of milliseconds" },
+  maxConnections: { min: 1, max: 1_000_000, default: 1024, unit: "a whole number of connections" },
+} as const satisfies Record<string, Bounds>;
+export type ListenerLimits = { [K in keyof typeof LISTENER_BOUNDS]: number };
+
+export const LISTENER_VARIABLES = {
+  headersTimeoutMs: "LEASEHOLD_HEADERS_TIMEOUT_MS",
+  requestTimeoutMs: "LEASEHOLD_REQUEST_TIMEOUT_MS",
+  keepAliveTimeoutMs: "LEASEHOLD_KEEP_ALIVE_TIMEOUT_MS",
+  maxConnections: "LEASEHOLD_MAX_CONNECTIONS",
+} as const satisfies Record<keyof ListenerLimits, string>;
+
+const boundFields = {
+  ...Object.fromEntries(LIMIT_NAMES.map((n) => [LIMIT_VARIABLES[n], envWholeNumber(APP_OPTION_BOUNDS[n])])),
+  ...Object.fromEntries(
+    (Object.keys(LISTENER_BOUNDS) as Array<keyof ListenerLimits>).map((n) => [
+      LISTENER_VARIABLES[n],
+      envWholeNumber(LISTENER_BOUNDS[n]),
+    ]),
+  ),
+} as Record<
+  (typeof LIMIT_VARIABLES)[LimitName] | (typeof LISTENER_VARIABLES)[keyof ListenerLimits],
+  ReturnType<typeof envWholeNumber>
+>;
+
+const NO_NODE_LISTENER = {
+  lambda: "API Gateway or the Function URL holds the connections: their own limits apply",
+  worker: "Cloudflare holds the connections: its own limits apply",
+};
+
+// ---------------------------------------------------------------------------------------------
 // The variables.
 
 /** Every variable the server entries read, with its field schema. */
@@ -70,6 +127,7 @@ export const serverFields = {
   LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
   LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
   LEASEHOLD_LOG: envChoice(["text", "json"]),
+  ...boundFields,
   /** Defaults the store URL takes from the environment (see openStore). */
   LEASEHOLD_TOKEN: envText,
   AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
@@ -109,6 +167,9 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
   },
   LEASEHOLD_WATCH_POLL_MS: { lambda: NO_STREAMING },
   LEASEHOLD_HEARTBEAT_MS: { lambda: NO_STREAMING },
+  LEASEHOLD_WATCH_STREAMS: { lambda: NO_STREAMING },
+  LEASEHOLD_WATCH_STREAMS_PER_TOKEN: { lambda: NO_STREAMING },
+  ...Object.fromEntries(Object.values(LISTENER_VARIABLES).map((name) => [name, NO_NODE_LISTENER])),
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
   },
@@ -151,7 +212,9 @@ export interface ServerConfig {
   store: StoreChoice;
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
-  app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number };
+  app: { maxSkewMs: number; watchPollMs?: number; heartbeatMs?: number; limits: ApiLimits };
+  /** `npm start` and `leasehold serve`: the Node listener's bounds. */
+  listener?: ListenerLimits;
   /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
   logFormat: LogFormat;
   /** What openStore may take defaults from (region, project, the HTTP store's token). */
@@ -279,14 +342,29 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
   if (problems.length > 0 || store === undefined || "issue" in auth) return fail(problems);
 
   const bounds = APP_OPTION_BOUNDS;
-  const app: ServerConfig["app"] = { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default };
+  const values = v as unknown as Record<string, number | undefined>;
+  const limits: ApiLimits = {};
+  for (const name of LIMIT_NAMES) {
+    const value = values[LIMIT_VARIABLES[name]];
+    if (value !== undefined) limits[name] = value;
+  }
+  const app: ServerConfig["app"] = { maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default, limits };
   if (entry !== "lambda") {
     app.watchPollMs = v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default;
     app.heartbeatMs = v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default;
   }
+  const listener = listen
+    ? (Object.fromEntries(
+        (Object.keys(LISTENER_BOUNDS) as Array<keyof ListenerLimits>).map((n) => [
+          n,
+          values[LISTENER_VARIABLES[n]] ?? LISTENER_BOUNDS[n].default,
+        ]),
+      ) as ListenerLimits)
+    : undefined;
   return {
     entry,
     ...(listen ? { listen } : {}),
+    ...(listener ? { listener } : {}),
     store,
     auth: auth.auth,
     app,
@@ -394,10 +472,11 @@ export function startupLine(config: ServerConfig, where: string): string {
     config.store.kind === "durable-objects"
       ? "Durable Objects (LEASES)"
       : `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
-  const settings = Object.entries(config.app)
+  const { limits, ...timing } = config.app;
+  const settings = [...Object.entries(timing), ...Object.entries(limits)]
     .map(([k, value]) => `${k} ${value}`)
     .join(", ");
-  return `API on ${where}; store ${store}; auth: ${describeAuth(config.auth)}; ${settings}`;
+  return `API on ${where}; store ${redactUrl(store)}; auth: ${describeAuth(config.auth)}; ${settings}`;
 }
 
 // ---------------------------------------------------------------------------------------------

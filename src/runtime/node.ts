@@ -6,17 +6,27 @@
  * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
 
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
-import { createApp } from "../api/app.js";
+import { type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { type AuthMode, authConfig, readServerConfig, resolveAuth, type ServerConfig, startupLine } from "./config.js";
+import {
+  type AuthMode,
+  authConfig,
+  LISTENER_BOUNDS,
+  type ListenerLimits,
+  readServerConfig,
+  resolveAuth,
+  type ServerConfig,
+  startupLine,
+} from "./config.js";
 
 export interface ServeOptions {
   store: LeaseStore;
@@ -32,6 +42,10 @@ export interface ServeOptions {
   clock?: Clock;
   /** The server's operational log (src/api/log.ts). Default: none. */
   log?: ApiLogger;
+  /** createApp's bounds (src/api/app.ts ApiLimits). */
+  limits?: ApiLimits;
+  /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (config.ts). */
+  listener?: Partial<ListenerLimits>;
 }
 
 export interface RunningServer {
@@ -61,11 +75,31 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
+    ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
   });
+  const bounds = { ...defaultListener(), ...options.listener };
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
-    const s = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () => resolve(s));
+    const s = serveNode(
+      {
+        fetch: app.fetch,
+        hostname: host,
+        port: options.port ?? 8787,
+        serverOptions: {
+          headersTimeout: bounds.headersTimeoutMs,
+          requestTimeout: bounds.requestTimeoutMs,
+          keepAliveTimeout: bounds.keepAliveTimeoutMs,
+          // How often Node checks the two timeouts above (default 30 s, which would let a slow
+          // client hold a connection for that long past them).
+          connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(bounds.headersTimeoutMs / 4))),
+        },
+      },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
+  guardListener(server as Server, bounds.maxConnections);
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
@@ -79,6 +113,96 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       }),
   };
+}
+
+function defaultListener(): ListenerLimits {
+  return Object.fromEntries(Object.entries(LISTENER_BOUNDS).map(([k, b]) => [k, b.default])) as ListenerLimits;
+}
+
+/** A problem+json answer written on a raw socket: Node's own errors, before any request reached the app. */
+function rawProblem(
+  status: number,
+  reason: string,
+  kind: string,
+  title: string,
+  detail: string,
+  extra?: { header: string; bound: string },
+): string {
+  const body = JSON.stringify({
+    type: `urn:leasehold:problem:${kind}`,
+    title,
+    status,
+    detail,
+    ...(extra ? { bound: extra.bound } : {}),
+  });
+  return [
+    `HTTP/1.1 ${status} ${reason}`,
+    "Content-Type: application/problem+json",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    "Connection: close",
+    ...(extra ? [extra.header] : []),
+    "",
+    body,
+  ].join("\r\n");
+}
+
+/** What Node refuses on its own, answered as problem+json (RFC 9457) like everything else. */
+const CLIENT_ERRORS: Record<string, [number, string, string, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [
+    408,
+    "Request Timeout",
+    "request-timeout",
+    "Request too slow",
+    "the request's headers or body did not arrive within this server's timeouts",
+  ],
+  HPE_HEADER_OVERFLOW: [
+    431,
+    "Request Header Fields Too Large",
+    "headers-too-large",
+    "Request headers too large",
+    "the request's headers are larger than this server accepts",
+  ],
+};
+
+/**
+ * The listener's own answers: Node's 400/408/431 as problem+json (the `clientError` handler writes
+ * them, where Node would write plain text), and past `maxConnections` open connections a new one
+ * is answered 503 with Retry-After and closed, instead of being held or dropped unanswered.
+ */
+function guardListener(server: Server, maxConnections: number): void {
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+    // As Node itself decides: answer unless a response has begun (then only closing is left).
+    const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || response?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const known = CLIENT_ERRORS[error.code ?? ""];
+    const [status, reason, kind, title, detail] = known ?? [
+      400,
+      "Bad Request",
+      "bad-request",
+      "Malformed HTTP request",
+      "the request is not valid HTTP/1.1",
+    ];
+    socket.end(rawProblem(status, reason, kind, title, detail));
+  });
+  let open = 0;
+  server.on("connection", (socket: Socket) => {
+    open++;
+    socket.once("close", () => open--);
+    if (open <= maxConnections) return;
+    socket.end(
+      rawProblem(
+        503,
+        "Service Unavailable",
+        "over-capacity",
+        "Server at a bound of its capacity",
+        `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
+        { header: "Retry-After: 1", bound: "maxConnections" },
+      ),
+    );
+  });
 }
 
 export interface StartedServer {
@@ -112,6 +236,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         store,
         port: config.listen.port,
         ...config.app,
+        ...(config.listener ? { listener: config.listener } : {}),
         log: logger,
         ...(options.clock ? { clock: options.clock } : {}),
       },

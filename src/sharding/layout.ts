@@ -9,8 +9,9 @@
  * - `<group>/members/<id>`: one member's session. holder = the member id while a session runs,
  *   null once it ended (released on leave, or fenced by another member after it expired);
  *   term = the session's number (+1 per new session). metadata `wants` lists the buckets this
- *   member asks their owners to hand over; `fenced` names who ended an expired session; `instance`
- *   names the process of a member that heartbeats over HTTP (src/api/shard-service.ts).
+ *   member asks their owners to hand over; `fenced` names who ended an expired session;
+ *   `leasehold.instance` is the digest of the instance of a member that heartbeats over HTTP
+ *   (src/api/shard-service.ts, src/api/instance.ts).
  * - `<group>/buckets/<index>`: one bucket. holder = the owning member id (null: free);
  *   term = the bucket's fencing token (+1 on every change of owner or session); metadata
  *   `session` = the owner's session term the bucket is held under, `held` = the config epoch the

@@ -1,14 +1,21 @@
 /**
  * A LeaseStore over the leasehold HTTP API, so the same Elector runs against a remote API
  * exactly as against a local store. `put` is the API's raw compare-and-swap (If-Match on the
- * revision); the server stamps `renewedAt` with its own clock. `watch` follows the API's
- * Server-Sent Events, so followers hear of a release without polling.
- * Runtime-neutral (fetch only).
+ * revision; the token needs the verb `cas`); the server stamps `renewedAt` with its own clock.
+ * `watch` follows the API's Server-Sent Events, so followers hear of a release without polling.
+ *
+ * Each store has an `instance` (default: a random UUID per HttpStore), sent with every write: the
+ * server lets only the instance that took a lease renew or release it, and refuses to give a lease
+ * still held (by its own clock, with its skew bound) to anyone else. Such a refusal is a
+ * `LeaseStillHeldError`, certainly not applied and not a conflict: an elector waits `retryMs`
+ * and tries again, rather than at once (a takeover can so come up to one retry after the server's
+ * expiry, docs/design.md §5). Runtime-neutral (fetch only).
  */
 
 import {
   LeaseConflictError,
   LeaseholdApiError,
+  LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
@@ -17,6 +24,7 @@ import { type ClientOptions, LeaseholdClient } from "../http/client.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
   type CallOptions,
+  isReservedKey,
   type LeaseRecord,
   type LeaseStore,
   type ListOptions,
@@ -29,9 +37,30 @@ import {
 
 export type HttpStoreOptions = ClientOptions;
 
+/**
+ * Reserved metadata (`leasehold.*`) a record written through this store carries, such as the
+ * instance digest of an API that keeps its leases here (an API in front of an API), travels as
+ * `proxied.leasehold.*`: the API behind keeps its own reserved keys, refuses callers' and shows
+ * none, so each layer's proof stays its own.
+ */
+const PROXIED = "proxied.";
+
+function escapeReserved(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).map(([k, v]) => [isReservedKey(k) ? `${PROXIED}${k}` : k, v]));
+}
+
+function unescapeReserved(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(metadata).map(([k, v]) => [
+      k.startsWith(PROXIED) && isReservedKey(k.slice(PROXIED.length)) ? k.slice(PROXIED.length) : k,
+      v,
+    ]),
+  );
+}
+
 export function fromView(view: LeaseView): Stored {
-  const { expiresAt: _expiresAt, revision, ...record } = view;
-  return { record, revision };
+  const { expiresAt: _expiresAt, revision, metadata, ...record } = view;
+  return { record: { ...record, metadata: unescapeReserved(metadata) }, revision };
 }
 
 export class HttpStore implements LeaseStore {
@@ -53,7 +82,8 @@ export class HttpStore implements LeaseStore {
   }
 
   async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
-    const { name, renewedAt: _renewedAt, ...body } = validateRecord(next);
+    const { name, renewedAt: _renewedAt, metadata, ...rest } = validateRecord(next);
+    const body = { ...rest, metadata: escapeReserved(metadata) };
     try {
       return fromView(await this.client.put(name, body, expected, options?.signal));
     } catch (error) {
@@ -64,6 +94,13 @@ export class HttpStore implements LeaseStore {
       }
       if (error instanceof LeaseholdApiError && error.status === 409 && error.problem?.rule) {
         throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
+      }
+      const kind = error instanceof LeaseholdApiError ? error.problem?.type.split(":").at(-1) : undefined;
+      if (error instanceof LeaseholdApiError && (kind === "conflict" || kind === "holder-in-use")) {
+        const retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
+        throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, retryAfterMs, {
+          cause: error,
+        });
       }
       throw this.mapError(error, `put "${name}"`, true);
     }

@@ -3,6 +3,7 @@
  * `<prefix><name>.json`, and listing by prefix yields leases in *name* order although the service
  * lists objects in *key* order. Runtime-neutral.
  */
+import { LeaseValidationError } from "../errors.js";
 import { type ListOptions, type Stored, validateName } from "../lease.js";
 
 export const OBJECT_SUFFIX = ".json";
@@ -10,9 +11,33 @@ export const OBJECT_SUFFIX = ".json";
 /** Printable ASCII without space: object keys stay readable, and prefix order equals byte order. */
 export const OBJECT_PREFIX_PATTERN = /^[\x21-\x7e]{0,512}$/;
 
-/** The object key of lease `name` under the store's `prefix`. */
+/**
+ * The object key of lease `name` under the store's `prefix`, checked to stay there
+ * (`keyUnderPrefix`).
+ */
 export function objectKey(prefix: string, name: string): string {
-  return `${prefix}${name}${OBJECT_SUFFIX}`;
+  return keyUnderPrefix(prefix, `${prefix}${name}${OBJECT_SUFFIX}`);
+}
+
+/**
+ * Returns `key` if it names an object under `prefix` wherever it is resolved, else throws a
+ * `LeaseValidationError`. An SDK that builds a URL from the key (the Azure SDK does), or a server
+ * that maps keys to files (versitygw's POSIX backend), resolves "." and ".." segments, and URL
+ * parsers split at "\" as at "/": a key with such a segment can name an object outside the
+ * prefix, in another container even. Lease names cannot carry one (NAME_PATTERN); this also
+ * holds for a configured prefix, and for any key built here.
+ */
+export function keyUnderPrefix(prefix: string, key: string): string {
+  const moves = key.split(/[/\\]/).some((segment) => segment === "." || segment === "..");
+  if (!key.startsWith(prefix) || moves) {
+    throw new LeaseValidationError("object key", [
+      {
+        path: "name",
+        message: `the object key ${JSON.stringify(key)} could resolve outside the store's prefix ${JSON.stringify(prefix)} (a "." or ".." segment): choose a prefix without one`,
+      },
+    ]);
+  }
+  return key;
 }
 
 /** The lease name an object key stands for, or null for a foreign object under the prefix. */

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock.js";
 import { runAsLeader } from "../elector/run-as-leader.js";
 import { Elector, type ElectorOptions, type LossReason } from "../elector.js";
+import { isAmbiguous, isLeaseStoreError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { FaultyStore } from "./faulty-store.js";
 import { makeRecord, type StoreUnderTest, uniqueName } from "./store-contract.js";
@@ -32,9 +33,11 @@ class Harness {
   constructor(
     store: LeaseStore,
     private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; safetyMs: number },
+    clock: ManualClock,
   ) {
     this.tracked = new TrackedStore(store);
-    this.clock = new ManualClock({ idle: () => this.tracked.settle() });
+    this.clock = clock;
+    clock.idle = () => this.tracked.settle();
   }
 
   candidate(id: string, options: Partial<ElectorOptions> = {}): Candidate {
@@ -88,6 +91,14 @@ export interface ElectorContractOptions {
   /** Set with a reason when the store stamps renewedAt with its own clock (the test cannot backdate a record). */
   stampsRenewedAt?: string;
   /**
+   * Set with a reason when the store itself refuses to give a lease still held, by its own clock,
+   * to another holder (the HTTP API). The suite passes its manual clock to `create`, for the
+   * server to judge by; a takeover may come one retry later than the candidate's own clock says
+   * (the first attempt can meet the server's expiry instant exactly); and the case of another
+   * holder writing over a live lease checks that the write is refused and the leader stays.
+   */
+  refusesTakeoverWhileHeld?: string;
+  /**
    * Multiplies every duration of the suite (lease 1000 ms, renew 300, retry 100, safety 100, and
    * each step), for a store whose own write-rate limit refuses the base timing (GCS: renewMs of
    * at least 1 s). The clock is manual, so a larger scale costs no real time.
@@ -95,9 +106,14 @@ export interface ElectorContractOptions {
   timeScale?: number;
 }
 
+/** What the suite tells `create`: the manual clock of the test, for a server that judges expiry itself. */
+export interface ElectorContractContext {
+  clock: ManualClock;
+}
+
 export function describeElectorContract(
   backend: string,
-  create: () => Promise<StoreUnderTest>,
+  create: (context: ElectorContractContext) => Promise<StoreUnderTest>,
   options: ElectorContractOptions = {},
 ): void {
   const S = options.timeScale ?? 1;
@@ -108,8 +124,9 @@ export function describeElectorContract(
   /** A step of the suite, in base milliseconds. */
   const ms = (base: number) => base * S;
   const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
-    const { store, dispose } = await create();
-    const h = new Harness(store, { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, safetyMs: SAFETY });
+    const clock = new ManualClock();
+    const { store, dispose } = await create({ clock });
+    const h = new Harness(store, { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, safetyMs: SAFETY }, clock);
     try {
       await fn(h);
     } finally {
@@ -255,16 +272,32 @@ export function describeElectorContract(
     );
 
     it(
-      "a conflicting write by another holder deposes the leader at its next renewal",
+      options.refusesTakeoverWhileHeld === undefined
+        ? "a conflicting write by another holder deposes the leader at its next renewal"
+        : `a write by another holder over the live lease is refused, certainly not applied, and the leader stays (${options.refusesTakeoverWhileHeld})`,
       withHarness(async (h) => {
         const a = h.candidate("a");
         a.elector.start();
         await h.clock.advance(0);
         const current = (await h.stored())!;
-        await h.tracked.inner.put(
+        const takeover = h.tracked.inner.put(
           makeRecord(h.name, { holder: "mallory", term: 2, leaseMs: LEASE, renewedAt: h.clock.wallNow() }),
           current.revision,
         );
+        if (options.refusesTakeoverWhileHeld !== undefined) {
+          const error = await takeover.then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(isLeaseStoreError(error)).toBe(true);
+          expect(isAmbiguous(error)).toBe(false);
+          await h.clock.advance(RENEW);
+          expect(a.deposed).toEqual([]);
+          expect(a.elector.current).toMatchObject({ isLeader: true, holder: "a", term: 1 });
+          expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1 });
+          return;
+        }
+        await takeover;
         await h.clock.advance(RENEW);
         expect(a.deposed).toEqual([{ at: RENEW, term: 1, reason: "conflict" }]);
         expect(a.elector.current).toMatchObject({ isLeader: false, holder: "mallory", term: 2 });
@@ -306,7 +339,7 @@ export function describeElectorContract(
         if (options.stampsRenewedAt !== undefined) {
           await h.clock.advance(LEASE - 1);
           expect(a.elected).toEqual([]);
-          await h.clock.advance(RETRY);
+          await h.clock.advance(options.refusesTakeoverWhileHeld === undefined ? RETRY : RETRY * 2);
           expect(a.elected.map((e) => e.term)).toEqual([8]);
           await a.elector.stop({ release: false });
           return;

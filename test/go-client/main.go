@@ -10,6 +10,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,9 +52,11 @@ func run(url, token, name, group string) error {
 		return err
 	}
 
+	// This process's instance: picked once, sent with every write; the server keeps its digest only.
+	instance := newInstance()
 	metadata := map[string]string{"lang": "go"}
 	acquired, err := client.AcquireLeaseWithResponse(ctx, name, leaseholdapi.AcquireRequest{
-		Holder: holder, LeaseMs: 15000, Metadata: &metadata,
+		Holder: holder, Instance: instance, LeaseMs: 15000, Metadata: &metadata,
 	})
 	if err != nil {
 		return err
@@ -63,7 +67,7 @@ func run(url, token, name, group string) error {
 	term := acquired.JSON200.Lease.Term
 	fmt.Printf("acquired %s term=%d etag=%s\n", acquired.JSON200.Lease.Name, term, acquired.HTTPResponse.Header.Get("ETag"))
 
-	renewed, err := client.RenewLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Term: term})
+	renewed, err := client.RenewLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Instance: instance, Term: term})
 	if err != nil {
 		return err
 	}
@@ -98,7 +102,7 @@ func run(url, token, name, group string) error {
 	}
 	fmt.Printf("watch %s\n", describe(first))
 
-	released, err := client.ReleaseLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Term: term})
+	released, err := client.ReleaseLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Instance: instance, Term: term})
 	if err != nil {
 		return err
 	}
@@ -114,7 +118,7 @@ func run(url, token, name, group string) error {
 	fmt.Printf("watch %s\n", describe(second))
 
 	// The typed problem of a refused call: renewing a released term.
-	stale, err := client.RenewLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Term: term})
+	stale, err := client.RenewLeaseWithResponse(ctx, name, leaseholdapi.HolderTermRequest{Holder: holder, Instance: instance, Term: term})
 	if err != nil {
 		return err
 	}
@@ -128,7 +132,8 @@ func run(url, token, name, group string) error {
 // shard is a remote member's life in a sharded group: the first heartbeat starts the group and
 // its session, the answer lists the buckets held with their terms; leave ends the session.
 func shard(ctx context.Context, client *leaseholdapi.ClientWithResponses, group string) error {
-	const member, instance = "go-member", "go-instance-1"
+	const member = "go-member"
+	instance := newInstance()
 	buckets := 4
 	beat, err := client.HeartbeatMemberWithResponse(ctx, group, member, leaseholdapi.HeartbeatRequest{
 		Instance: instance, LeaseMs: 15000, Buckets: &buckets,
@@ -233,4 +238,13 @@ func describe(e event) string {
 
 func unexpected(step string, res *http.Response, body []byte) error {
 	return fmt.Errorf("%s: unexpected %s: %s", step, res.Status, strings.TrimSpace(string(body)))
+}
+
+// newInstance is a random id (a UUID's 32 hex digits) picked once per process.
+func newInstance() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
 }

@@ -13,13 +13,14 @@ import { LeaseholdClient } from "../../src/http/client.js";
 import type { HeartbeatView } from "../../src/http/schemas.js";
 import { Problem } from "../../src/http/schemas.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../../src/lease.js";
-import { bucketIndexOf, decodeMember } from "../../src/sharding/layout.js";
+import { bucketIndexOf, decodeMember, memberName } from "../../src/sharding/layout.js";
 import { reshard } from "../../src/sharding/reshard.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { checkTermRules } from "../../src/term-rules.js";
 import { uniqueName } from "../../src/testkit/store-contract.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 import { startApi, TOKENS } from "../support/api-server.js";
+import { inProcessApi } from "../support/in-process-api.js";
 
 const LEASE_MS = 10_000;
 const MAX_SKEW_MS = 500;
@@ -316,15 +317,15 @@ describe("refusals", () => {
   };
   const beat = (group: string, member: string, body: unknown, token?: string | null) =>
     post(`${LeaseholdClient.memberPath(group, member)}/heartbeat`, body, token);
-  const ok = { instance: "i-1", leaseMs: LEASE_MS, buckets: 4 };
+  const ok = { instance: "instance-000000000001", leaseMs: LEASE_MS, buckets: 4 };
 
   it("an unknown group without a count is 404; a confirmation for a group that does not exist too", async () => {
     const group = `adapters/${uniqueName("g")}`;
-    const res = await beat(group, "a", { instance: "i-1", leaseMs: LEASE_MS });
+    const res = await beat(group, "a", { instance: "instance-000000000001", leaseMs: LEASE_MS });
     expect(res).toMatchObject({ status: 404, type: "application/problem+json" });
     expect(res.body.detail).toContain("send buckets");
     const handoff = await post(`${LeaseholdClient.memberPath(group, "a")}/handoff`, {
-      instance: "i-1",
+      instance: "instance-000000000001",
       session: 1,
       bucket: 0,
       term: 1,
@@ -352,7 +353,7 @@ describe("refusals", () => {
       ).toContain(field);
     }
     const handoff = await post(`${LeaseholdClient.memberPath("adapters/x", "a")}/handoff`, {
-      instance: "i-1",
+      instance: "instance-000000000001",
       session: 1,
       bucket: -1,
       term: 1,
@@ -368,6 +369,73 @@ describe("refusals", () => {
     expect((await beat(group, "a", ok, TOKENS.adapters)).status).toBe(200);
   });
 
+  it("a token scoped to one member acts for that member alone; another member's id is 403 and changes nothing", async () => {
+    const group = `adapters/${uniqueName("g")}`;
+    const m1Token = "member-m1-token-0123456789";
+    const scoped = inProcessApi({
+      store,
+      clock,
+      maxSkewMs: MAX_SKEW_MS,
+      auth: {
+        tokens: [{ name: "m1", token: m1Token, prefixes: [`${group}/members/m1`], verbs: ["read", "write"] }],
+      },
+    });
+    const m1 = new LeaseholdClient({ baseUrl: scoped.url, fetch: scoped.fetch, token: m1Token, retries: 0 });
+    const instance = crypto.randomUUID();
+    const first = await m1.heartbeat(group, "m1", { instance, leaseMs: LEASE_MS, buckets: 4 });
+    expect(first.held).toHaveLength(4);
+    const m2 = new Remote(group, "m2");
+    await m2.beat();
+    const before = store.applied.length;
+    for (const [route, body] of [
+      ["heartbeat", { instance, leaseMs: LEASE_MS }],
+      ["handoff", { instance, session: 1, bucket: 0, term: 1 }],
+      ["leave", { instance, session: 1 }],
+    ] as const) {
+      const res = await scoped.fetch(`${scoped.url}${LeaseholdClient.memberPath(group, "m2")}/${route}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${m1Token}`, "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(res.status, route).toBe(403);
+      expect((await res.json()).type).toBe("urn:leasehold:problem:forbidden");
+    }
+    // Nor a member whose id only starts the same: the prefix is a path.
+    const lookalike = await scoped.fetch(`${scoped.url}${LeaseholdClient.memberPath(group, "m10")}/heartbeat`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${m1Token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ instance, leaseMs: LEASE_MS }),
+    });
+    expect(lookalike.status).toBe(403);
+    expect(store.applied.length).toBe(before);
+    await m1.leave(group, "m1", { instance, session: first.session });
+  });
+
+  it("a group-wide token still cannot act for a member without its instance: leave, hand-off and heartbeat are 409", async () => {
+    const group = `adapters/${uniqueName("g")}`;
+    const a = new Remote(group, "a");
+    await a.beat({ buckets: 4 });
+    const record = (await store.inner.get(memberName(group, "a")))!.record;
+    // The member record keeps the instance's digest only; no answer shows either.
+    expect(JSON.stringify(record)).not.toContain(a.instance);
+    expect(record.metadata["leasehold.instance"]).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const shown = await client.get(memberName(group, "a"));
+    expect(shown?.metadata).toEqual({});
+    const before = store.applied.length;
+    const thief = "thief-instance-0000000001";
+    expect(await refusal(client.leave(group, "a", { instance: thief, session: 1 }))).toMatchObject({
+      status: 409,
+      type: "urn:leasehold:problem:member-in-use",
+    });
+    expect(
+      await refusal(client.confirmHandoff(group, "a", { instance: thief, session: 1, bucket: 0, term: 1 })),
+    ).toMatchObject({ status: 409, type: "urn:leasehold:problem:member-in-use" });
+    expect(
+      await refusal(client.heartbeat(group, "a", { instance: thief, session: 1, leaseMs: 24 * 3600 * 1000 })),
+    ).toMatchObject({ status: 409, type: "urn:leasehold:problem:member-in-use" });
+    expect(store.applied.length).toBe(before);
+  });
+
   it("a confirmation for a bucket not held at that term is 409 bucket-not-held and changes nothing", async () => {
     const group = `adapters/${uniqueName("g")}`;
     const a = new Remote(group, "a");
@@ -379,7 +447,7 @@ describe("refusals", () => {
     expect(wrong).toMatchObject({ status: 409, type: "urn:leasehold:problem:bucket-not-held" });
     expect(wrong.detail).toContain('held by "a" at term 1');
     const stranger = await refusal(
-      client.confirmHandoff(group, "a", { instance: "someone-else", session: 1, bucket: 2, term: 1 }),
+      client.confirmHandoff(group, "a", { instance: "someone-else-00000001", session: 1, bucket: 2, term: 1 }),
     );
     expect(stranger).toMatchObject({ type: "urn:leasehold:problem:member-in-use" });
     const old = await refusal(

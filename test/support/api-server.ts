@@ -10,10 +10,21 @@ export const TOKENS = {
   adapters: "adapters-token-0123456789abcdef",
 } as const;
 
+/** One instance for the requests a test process makes by hand (a client picks its own). */
+export const TEST_INSTANCE = "test-instance-0123456789abcdef";
+
+/** A body for POST `path` with this process's instance, where the route takes one. */
+export function withInstance(path: string, body: unknown): unknown {
+  const takesOne = /\/(acquire|renew|release|heartbeat|handoff|leave)$/.test(path.split("?")[0] ?? "");
+  return takesOne && typeof body === "object" && body !== null && !Array.isArray(body)
+    ? { instance: TEST_INSTANCE, ...body }
+    : body;
+}
+
 export const TOKEN_SCOPES: TokenScope[] = [
-  { name: "admin", token: TOKENS.admin, prefixes: [""], verbs: ["read", "write"] },
+  { name: "admin", token: TOKENS.admin, prefixes: [""], verbs: ["read", "write", "cas", "metrics"] },
   { name: "reader", token: TOKENS.reader, prefixes: [""], verbs: ["read"] },
-  { name: "adapters", token: TOKENS.adapters, prefixes: ["adapters/"], verbs: ["read", "write"] },
+  { name: "adapters", token: TOKENS.adapters, prefixes: ["adapters/"], verbs: ["read", "write", "cas"] },
 ];
 
 export async function startApi(

@@ -6,23 +6,27 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/api/app.js";
+import type { TokenScope } from "../../src/api/auth.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import worker from "../../src/runtime/worker.js";
+import { DurableObjectStore } from "../../src/stores/durable-object.js";
 import { HttpStore } from "../../src/stores/http.js";
-import { describeElectorContract } from "../../src/testkit/elector-contract.js";
+import { describeElectorContract, type ElectorContractContext } from "../../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../../src/testkit/store-contract.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
-import { READER, WRITER } from "./tokens.js";
+import { SwitchableClock } from "../support/switchable-clock.js";
+import { INSTANCE, READER, TEST_TOKENS, WRITER } from "./tokens.js";
 
 const BASE = "https://leasehold.test";
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
 const client = (token = WRITER) => new LeaseholdClient({ baseUrl: BASE, token, fetch: viaWorker, retries: 0 });
 const path = (name: string) => `${BASE}/v1/leases/${encodeURIComponent(name)}`;
 
-const post = (url: string, body: unknown, token = WRITER) =>
+const post = (url: string, body: object, token = WRITER) =>
   viaWorker(url, {
     method: "POST",
-    body: JSON.stringify(body),
+    body: JSON.stringify({ instance: INSTANCE, ...body }),
     headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
   });
 
@@ -104,7 +108,7 @@ describe("worker configuration", () => {
     const response = await worker.fetch(
       new Request(`${path(name)}/acquire`, {
         method: "POST",
-        body: JSON.stringify({ holder: "a", leaseMs: 10_000 }),
+        body: JSON.stringify({ holder: "a", instance: INSTANCE, leaseMs: 10_000 }),
         headers: { "content-type": "application/json" },
       }),
       insecure,
@@ -170,7 +174,12 @@ describe("worker configuration", () => {
       const put = await worker.fetch(
         new Request(path(name), {
           method: "PUT",
-          headers: { "content-type": "application/json", "if-none-match": "*", authorization: `Bearer ${WRITER}` },
+          headers: {
+            "content-type": "application/json",
+            "if-none-match": "*",
+            "leasehold-instance": INSTANCE,
+            authorization: `Bearer ${WRITER}`,
+          },
           body: JSON.stringify({
             holder: "h",
             term: 1,
@@ -184,7 +193,7 @@ describe("worker configuration", () => {
       );
       expect(put.status).toBe(201);
       expect(logged).toHaveBeenCalledWith(
-        'leasehold: API on Cloudflare Workers; store Durable Objects (LEASES); auth: 2 tokens (writer: read+write on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
+        'leasehold: API on Cloudflare Workers; store Durable Objects (LEASES); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
       );
     } finally {
       logged.mockRestore();
@@ -227,10 +236,28 @@ describeStoreContract("http store -> worker -> durable objects", {
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
 });
-// Without the push path, on purpose: here the Worker is called in-process, so its SSE body
-// belongs to one test's request context and workerd refuses to read it from the elector's later
-// callbacks ("Cannot perform I/O on behalf of a different request"). A deployed Worker has no such
-// limit; the push path over HTTP runs in test/http-store.test.ts, and over Durable Objects in
+// The elector contract runs on the suite's manual clock, and the API judges takeovers by its own
+// clock: so here the app is the Worker's own `createApp` on the same Durable Object namespace, built
+// in the test with a clock that follows the suite's (the Worker entry's wiring is tested above).
+// Without the push path, on purpose: here the app is called in-process, so its SSE body belongs to
+// one test's request context and workerd refuses to read it from the elector's later callbacks
+// ("Cannot perform I/O on behalf of a different request"). A deployed Worker has no such limit;
+// the push path over HTTP runs in test/http-store.test.ts, and over Durable Objects in
 // durable-object-store.test.ts.
-const overWorkerPolling = async () => ({ store: new StoreWrapper((await overWorker()).store, { without: ["watch"] }) });
-describeElectorContract("http store -> worker -> durable objects", overWorkerPolling, { stampsRenewedAt: stamps });
+const serverClock = new SwitchableClock();
+const electionApp = createApp({
+  store: new DurableObjectStore({ namespace: env.LEASES }),
+  auth: { tokens: TEST_TOKENS as TokenScope[] },
+  clock: serverClock,
+  maxSkewMs: 0,
+});
+const viaApp: typeof fetch = async (input, init) => electionApp.fetch(new Request(input, init));
+const overAppPolling = async (context: ElectorContractContext) => {
+  serverClock.target = context.clock;
+  const store = new HttpStore({ baseUrl: BASE, token: WRITER, fetch: viaApp });
+  return { store: new StoreWrapper(store, { without: ["watch"] }) };
+};
+describeElectorContract("http store -> createApp in workerd -> durable objects", overAppPolling, {
+  stampsRenewedAt: stamps,
+  refusesTakeoverWhileHeld: "the API gives a lease to another holder only once its own clock says it expired",
+});

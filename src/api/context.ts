@@ -1,0 +1,63 @@
+/**
+ * What the route modules of the API share (src/api/routes/*): the Hono env, the services built
+ * once by `createApp`, and the checks every route makes the same way (the token's scope, who the
+ * caller is). Runtime-neutral.
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Clock } from "../clock.js";
+import type { Stored } from "../lease.js";
+import { type Authorizer, type Principal, principalName, type Verb } from "./auth.js";
+import type { Caller, LeaseService } from "./lease-service.js";
+import { EVERYONE, type WatchStreams } from "./limits.js";
+import type { ApiMetrics } from "./metrics.js";
+import type { apiRoutes } from "./openapi.js";
+import type { ResolvedAppOptions } from "./options.js";
+import { ProblemError } from "./problems.js";
+import type { ShardService } from "./shard-service.js";
+import type { WatchHub } from "./watch-hub.js";
+
+export type Env = { Variables: { route: string; principal: Principal } };
+export type Api = OpenAPIHono<Env>;
+
+export interface Deps {
+  auth: Authorizer;
+  service: LeaseService;
+  shards: ShardService;
+  hub: WatchHub;
+  watchers: WatchStreams;
+  metrics: ApiMetrics;
+  clock: Clock;
+  options: ResolvedAppOptions;
+  routes: ReturnType<typeof apiRoutes>;
+}
+
+/** 403 unless the request's token may do `verb` on `name`. */
+export function allow(deps: Deps, c: Context<Env>, verb: Verb, name: string): void {
+  const result = deps.auth.authorize(c.get("principal"), verb, name);
+  if (!result.ok) throw new ProblemError("forbidden", result.detail);
+}
+
+/** The caller as the lease service needs it: its name for logs, its quota key and prefix. */
+export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
+  const principal = c.get("principal");
+  return {
+    by: principalName(principal),
+    key: principal.kind === "token" ? principal.scope : EVERYONE,
+    quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
+  };
+}
+
+/**
+ * Where a new record of `name` is counted: under the token prefix that covers it; for a token of
+ * every name ("", or no auth), under the name's first segment (`jobs/`), so one count never lists
+ * the whole store.
+ */
+function quotaPrefixOf(scope: string, name: string): string {
+  if (scope !== "") return scope;
+  const slash = name.indexOf("/");
+  return slash === -1 ? name : name.slice(0, slash + 1);
+}
+
+/** The ETag of a stored revision, as this API sends it. */
+export const etagOf = (stored: Stored) => `"${stored.revision}"`;

@@ -1,0 +1,62 @@
+/**
+ * The stateless lease routes (docs/design.md §5): acquire, renew and release, judged by the
+ * server's clock and the holding rules of src/api/lease-service.ts, and the reads, get and list.
+ * A bucket of a sharded group is shown with its owner's session's expiry. Runtime-neutral.
+ */
+import type { Context, Next } from "hono";
+import { validateName, validatePrefix } from "../../lease.js";
+import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
+import type { LeaseOutcome } from "../lease-service.js";
+import { scoped, wellFormed } from "../middleware.js";
+import { ProblemError } from "../problems.js";
+
+export const leaseName = (c: Context) => validateName(c.req.param("name"));
+
+export function registerLeaseRoutes(app: Api, deps: Deps): void {
+  const { routes, service, auth } = deps;
+  const write = [scoped(deps, "write", leaseName), wellFormed];
+  const result = async (c: Context<Env>, outcome: LeaseOutcome) =>
+    c.json({ leader: outcome.leader, lease: await service.view(outcome.stored) }, 200, {
+      ETag: etagOf(outcome.stored),
+    });
+
+  app.openapi({ ...routes.acquire, middleware: write }, async (c) => {
+    const name = leaseName(c);
+    return result(c, await service.acquire(name, c.req.valid("json"), callerOf(deps, c, name)));
+  });
+
+  app.openapi({ ...routes.renew, middleware: write }, async (c) => {
+    const name = leaseName(c);
+    return result(c, await service.renew(name, c.req.valid("json"), callerOf(deps, c, name)));
+  });
+
+  app.openapi({ ...routes.release, middleware: write }, async (c) => {
+    const name = leaseName(c);
+    return result(c, await service.release(name, c.req.valid("json"), callerOf(deps, c, name)));
+  });
+
+  app.openapi({ ...routes.get, middleware: [scoped(deps, "read", leaseName)] }, async (c) => {
+    const name = leaseName(c);
+    const stored = await service.get(name);
+    if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
+    return c.json(await service.view(stored), 200, { ETag: etagOf(stored) });
+  });
+
+  const listingScope = async (c: Context<Env>, next: Next) => {
+    const checked = auth.authorizeListing(c.get("principal"), validatePrefix(c.req.query("prefix") ?? ""));
+    if (!checked.ok) throw new ProblemError("forbidden", checked.detail);
+    await next();
+  };
+  app.openapi({ ...routes.list, middleware: [listingScope] }, async (c) => {
+    const query = c.req.valid("query");
+    const limit = Math.min(query.limit ?? 100, deps.options.listLimit);
+    const found = [];
+    for await (const stored of service.list(query.prefix ?? "", query.cursor, limit + 1)) found.push(stored);
+    const page = found.slice(0, limit);
+    // One read per group config and owner for the page's buckets, however many buckets it lists.
+    const cache = new Map();
+    const leases = await Promise.all(page.map((stored) => service.view(stored, cache)));
+    const next = found.length > limit ? (page.at(-1)?.record.name ?? null) : null;
+    return c.json({ leases, next }, 200);
+  });
+}

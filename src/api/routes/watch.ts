@@ -1,0 +1,137 @@
+/**
+ * Server-Sent Events of one lease (docs/design.md §5): "lease" events with `{ lease, free }`, the
+ * current state first, then every change this instance makes or sees (src/api/watch-hub.ts), a
+ * "free" event at the instant the lease expires unrenewed, and keep-alive comments. A bucket of a
+ * sharded group is held while its owner's session lives, so its stream also follows that session
+ * record: a renewal keeps it held, a leave or an expiry frees it. Streams are bounded per token
+ * and in total (src/api/limits.ts), counted from before the first read to the stream's end.
+ * Runtime-neutral.
+ */
+
+import type { Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { Stored } from "../../lease.js";
+import { memberName } from "../../sharding/layout.js";
+import type { Api, Deps, Env } from "../context.js";
+import { groupShape } from "../group-records.js";
+import { EVERYONE } from "../limits.js";
+import { scoped } from "../middleware.js";
+import { leaseName } from "./leases.js";
+
+/** A bucket's owner session record, followed through the hub. */
+interface Followed {
+  name: string;
+  stored: Stored | null | undefined;
+  stop: () => void;
+}
+
+export function registerWatchRoute(app: Api, deps: Deps): void {
+  const { routes, service, hub, watchers, metrics, clock, options } = deps;
+  app.openAPIRegistry.registerPath(routes.watch);
+  app.get("/v1/leases/:name/watch", scoped(deps, "read", leaseName), async (c: Context<Env>) => {
+    const name = leaseName(c);
+    // HEAD: the headers a GET would send, without opening a stream nobody will read.
+    if (c.req.method === "HEAD") {
+      await service.get(name);
+      return c.body(null, 200, { "Content-Type": "text/event-stream" });
+    }
+    const principal = c.get("principal");
+    const close = watchers.open(principal.kind === "token" ? principal.scope : EVERYONE);
+    let first: Stored | null;
+    try {
+      first = await service.get(name);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    metrics.watchers.inc();
+    // A client resuming with the revision it last saw is not sent that state again, unless it
+    // is free now: a held record with an unchanged revision is exactly what it saw, while a
+    // record that has since expired may have been sent to it as held.
+    const resumedAt = c.req.header("last-event-id");
+    const shape = groupShape(name);
+    // The group of a bucket name, whose owner's session record the stream also follows.
+    const bucketOf = shape?.kind === "bucket" ? shape.group : undefined;
+    return streamSSE(c, async (stream) => {
+      const done = new AbortController();
+      stream.onAbort(() => done.abort());
+      let current = first;
+      let sent: string | undefined;
+      let expiry = new AbortController();
+      // A bucket's owner session, followed while the bucket names an owner.
+      let owner: Followed | undefined;
+      // The group's config (read once per stream) and the owner's session, for bucketState.
+      const cache = new Map<string, Promise<Stored | null>>();
+
+      const follow = (stored: Stored | null) => {
+        const holder = bucketOf === undefined ? null : (stored?.record.holder ?? null);
+        const wanted = holder === null ? undefined : memberName(bucketOf!, holder);
+        if (owner?.name === wanted) return;
+        owner?.stop();
+        owner = undefined;
+        if (wanted === undefined) return;
+        const followed: Followed = { name: wanted, stored: undefined, stop: () => undefined };
+        owner = followed;
+        followed.stop = hub.subscribe(wanted, (session) => {
+          if (session?.revision === followed.stored?.revision && followed.stored !== undefined) return;
+          followed.stored = session;
+          update();
+        });
+      };
+
+      const refresh = async () => {
+        if (done.signal.aborted) return;
+        const stored = current;
+        follow(stored);
+        if (owner?.stored !== undefined) cache.set(owner.name, Promise.resolve(owner.stored));
+        else if (owner) cache.delete(owner.name);
+        const bucket = stored ? await service.groups.bucketState(stored, cache) : undefined;
+        const free = stored === null || (bucket ? bucket.free : service.isFree(stored.record));
+        const revision = stored?.revision ?? "none";
+        const key = `${revision}/${free}`;
+        if (key === sent) return;
+        const resuming = sent === undefined && revision === resumedAt;
+        sent = key;
+        if (!(resuming && !free)) {
+          const lease = stored ? await service.view(stored, cache) : null;
+          await stream.writeSSE({ event: "lease", id: revision, data: JSON.stringify({ lease, free }) });
+        }
+        expiry.abort();
+        expiry = new AbortController();
+        if (stored && !free) {
+          const timer = expiry;
+          const until = bucket?.expiresAt ?? stored.record.renewedAt + stored.record.leaseMs;
+          const wait = until + options.maxSkewMs - clock.wallNow() + 1;
+          void clock.sleep(wait, AbortSignal.any([timer.signal, done.signal])).then(() => {
+            if (!timer.signal.aborted && !done.signal.aborted) update();
+          });
+        }
+      };
+      // One refresh at a time, in order; a failed read keeps the last state (the next change retries).
+      let queue = Promise.resolve();
+      const update = () => {
+        queue = queue.then(refresh).catch(() => undefined);
+      };
+
+      const unsubscribe = hub.subscribe(name, (stored) => {
+        if (stored?.revision === current?.revision && (stored === null) === (current === null)) return;
+        current = stored;
+        update();
+      });
+      try {
+        update();
+        await queue;
+        while (!done.signal.aborted) {
+          await clock.sleep(options.heartbeatMs, done.signal);
+          if (!done.signal.aborted) await stream.write(": keep-alive\n\n");
+        }
+      } finally {
+        unsubscribe();
+        owner?.stop();
+        expiry.abort();
+        done.abort();
+        close();
+      }
+    });
+  });
+}

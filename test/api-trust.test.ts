@@ -1,0 +1,488 @@
+/**
+ * The API trusts no name, holder or member beyond what its token proves (docs/security.md), in
+ * process: a holder proves it is the holder by its instance (two processes with one holder name
+ * never both lead), the raw PUT is a verb of its own and keeps the acquire rules, group records
+ * belong to their group and a bucket shows its real state, scopes are paths, a write-only token
+ * reads nothing through a refusal, reserved metadata is the server's, and the smaller items.
+ * Each refused request changes nothing.
+ */
+import { describe, expect, it } from "vitest";
+import { parseTokens, type TokenScope } from "../src/api/auth.js";
+import { ManualClock } from "../src/clock.js";
+import { LeaseValidationError } from "../src/errors.js";
+import { LeaseholdClient } from "../src/http/client.js";
+import type { LeaseStore, Stored } from "../src/lease.js";
+import { readServerConfig, startupLine } from "../src/runtime/config.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
+import { inProcessApi } from "./support/in-process-api.js";
+
+const path = (name: string, suffix = "") => `${LeaseholdClient.leasePath(name)}${suffix}`;
+
+function harness(options: { tokens?: TokenScope[]; clock?: ManualClock; store?: LeaseStore; noAuth?: boolean } = {}) {
+  const api = inProcessApi({
+    ...(options.store ? { store: options.store } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    auth: options.noAuth ? { insecureNoAuth: true } : { tokens: options.tokens ?? TOKEN_SCOPES },
+    maxSkewMs: 500,
+    ...(options.noAuth ? { allowedHosts: "loopback" as const } : {}),
+  });
+  const call = async (
+    method: string,
+    p: string,
+    body?: unknown,
+    o: { token?: string | null; headers?: Record<string, string>; host?: string } = {},
+  ) => {
+    const token = o.token === undefined ? TOKENS.admin : o.token;
+    const res = await api.fetch(`${o.host ? `http://${o.host}` : api.url}${p}`, {
+      method,
+      headers: {
+        ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+        ...o.headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    const type = res.headers.get("content-type") ?? "";
+    return { status: res.status, headers: res.headers, text, body: type.includes("json") ? JSON.parse(text) : text };
+  };
+  const snapshot = async (): Promise<Stored[]> => {
+    const out: Stored[] = [];
+    for await (const s of api.store.list!("")) out.push(s);
+    return out;
+  };
+  return { api, call, snapshot };
+}
+
+const kind = (r: { body: { type?: string } }) => r.body.type?.split(":").at(-1);
+
+describe("a holder proves it is the holder (its instance)", () => {
+  it("two processes with one holder name never both lead: one leads, the other gets 409 holder-in-use", async () => {
+    const { call, snapshot } = harness();
+    const name = uniqueName("twins");
+    // Twenty copies of one process's config (same holder), each with its own instance, at once.
+    const instances = Array.from({ length: 20 }, () => crypto.randomUUID());
+    const answers = await Promise.all(
+      instances.map((instance) =>
+        call("POST", path(name, "/acquire"), { holder: "billing-7f9c", instance, leaseMs: 60_000 }),
+      ),
+    );
+    const leaders = answers.filter((a) => a.status === 200 && a.body.leader === true);
+    expect(leaders).toHaveLength(1);
+    for (const a of answers.filter((x) => x.status !== 200)) {
+      expect(a.status).toBe(409);
+      expect(kind(a)).toBe("holder-in-use");
+      expect(a.body.leader).toBe(false);
+      expect(a.body.detail).toContain("another process");
+    }
+    const winner = instances[answers.indexOf(leaders[0]!)]!;
+    const loser = instances.find((i) => i !== winner)!;
+    const held = await snapshot();
+    // The loser can neither renew nor release nor re-acquire (which would renew) the winner's term.
+    for (const [suffix, body] of [
+      ["/renew", { holder: "billing-7f9c", instance: loser, term: 1 }],
+      ["/release", { holder: "billing-7f9c", instance: loser, term: 1 }],
+      ["/acquire", { holder: "billing-7f9c", instance: loser, leaseMs: 60_000 }],
+    ] as const) {
+      const r = await call("POST", path(name, suffix), body);
+      expect([r.status, kind(r)], suffix).toEqual([409, "holder-in-use"]);
+    }
+    expect(await snapshot()).toEqual(held);
+    // The winner's own retry is idempotent: the same term, renewed.
+    const again = await call("POST", path(name, "/acquire"), {
+      holder: "billing-7f9c",
+      instance: winner,
+      leaseMs: 60_000,
+    });
+    expect(again.body).toMatchObject({ leader: true, lease: { term: 1 } });
+    // Once it releases, the other process takes the lease, at the next term.
+    await call("POST", path(name, "/release"), { holder: "billing-7f9c", instance: winner, term: 1 });
+    const next = await call("POST", path(name, "/acquire"), {
+      holder: "billing-7f9c",
+      instance: loser,
+      leaseMs: 60_000,
+    });
+    expect(next.body).toMatchObject({ leader: true, lease: { holder: "billing-7f9c", term: 2 } });
+  });
+
+  it("the instance is never stored or shown: the record keeps its digest, and no view shows that either", async () => {
+    const { api, call } = harness();
+    const name = uniqueName("digest");
+    const instance = crypto.randomUUID();
+    const acquired = await call("POST", path(name, "/acquire"), {
+      holder: "h",
+      instance,
+      leaseMs: 60_000,
+      metadata: { addr: "10.0.0.7:80" },
+    });
+    const stored = (await api.store.get(name))!;
+    expect(JSON.stringify(stored)).not.toContain(instance);
+    expect(stored.record.metadata).toEqual({
+      addr: "10.0.0.7:80",
+      "leasehold.instance": expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
+    const views = [
+      acquired.text,
+      (await call("GET", path(name))).text,
+      (await call("GET", `/v1/leases?prefix=${encodeURIComponent(name)}`)).text,
+      (await call("POST", path(name, "/acquire"), { holder: "other", instance: crypto.randomUUID(), leaseMs: 60_000 }))
+        .text,
+    ];
+    for (const text of views) {
+      expect(text).not.toContain(instance);
+      expect(text).not.toContain("leasehold.instance");
+    }
+  });
+
+  it("a caller's metadata may not use the server's reserved keys", async () => {
+    const { call, snapshot } = harness();
+    const before = await snapshot();
+    const r = await call("POST", path(uniqueName("reserved"), "/acquire"), {
+      holder: "h",
+      instance: crypto.randomUUID(),
+      leaseMs: 60_000,
+      metadata: { "leasehold.instance": "A".repeat(43) },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.errors).toEqual([
+      {
+        path: "metadata.leasehold.instance",
+        message: 'expected no key starting with "leasehold." (reserved for the server)',
+      },
+    ]);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("an instance shorter than 16 characters is refused, naming it", async () => {
+    const { call } = harness();
+    const r = await call("POST", path(uniqueName("short"), "/acquire"), {
+      holder: "h",
+      instance: "i-1",
+      leaseMs: 1000,
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].path).toBe("instance");
+  });
+});
+
+describe("the raw PUT is for stores: a verb of its own, and the acquire rules", () => {
+  const record = (patch: Record<string, unknown> = {}) => ({
+    holder: "a",
+    term: 1,
+    leaseMs: 60_000,
+    metadata: {},
+    writeId: crypto.randomUUID(),
+    acquiredAt: 0,
+    ...patch,
+  });
+  const writer = "writer-instance-0000000001";
+  const mallory = "mallory-instance-000000001";
+
+  it("needs the verb cas: write alone is 403", async () => {
+    const { call, snapshot } = harness({
+      tokens: [
+        ...TOKEN_SCOPES,
+        { name: "writer", token: "write-only-token-0123456789", prefixes: [""], verbs: ["read", "write"] },
+      ],
+    });
+    const r = await call("PUT", path(uniqueName("cas")), record(), {
+      token: "write-only-token-0123456789",
+      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
+    });
+    expect([r.status, kind(r)]).toEqual([403, "forbidden"]);
+    expect(r.body.detail).toBe("this token may not cas");
+    expect(await snapshot()).toEqual([]);
+  });
+
+  it("takes no lease still held (409 conflict with Retry-After, whatever term and ttl), continues no term of another process, and takes it once free", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 3) });
+    const { call, snapshot } = harness({ clock });
+    const name = uniqueName("held");
+    const created = await call("PUT", path(name), record(), {
+      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
+    });
+    expect(created.status).toBe(201);
+    const at = (revision: string, instance: string) => ({
+      headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance },
+    });
+    const before = await snapshot();
+    // The issue's reproduction: an unexpired lease taken at term + 1 with a 24 h leaseMs.
+    const takeover = await call(
+      "PUT",
+      path(name),
+      record({ holder: "mallory", term: 2, leaseMs: 86_400_000 }),
+      at(created.body.revision, mallory),
+    );
+    expect([takeover.status, kind(takeover)]).toEqual([409, "conflict"]);
+    expect(takeover.headers.get("retry-after")).toBe("61");
+    // The holder's name from another process: no renewal, no release, no re-acquisition.
+    for (const write of [record(), record({ holder: null }), record({ term: 2 })]) {
+      const r = await call("PUT", path(name), write, at(created.body.revision, mallory));
+      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "holder-in-use"]);
+    }
+    expect(await snapshot()).toEqual(before);
+    // Expired by the server's clock (renewedAt + leaseMs + maxSkewMs): mallory takes it, at term 2;
+    // the old holder cannot renew the term that ended.
+    await clock.advance(60_501);
+    const renewLate = await call("PUT", path(name), record(), at(created.body.revision, writer));
+    expect([renewLate.status, kind(renewLate)]).toEqual([409, "conflict"]);
+    const taken = await call(
+      "PUT",
+      path(name),
+      record({ holder: "mallory", term: 2 }),
+      at(created.body.revision, mallory),
+    );
+    expect(taken.status).toBe(200);
+    expect(taken.body).toMatchObject({ holder: "mallory", term: 2 });
+  });
+
+  it("a new lease starts at most at term 2^52, so it can always pass on; a lease at 2^53-1 answers 409 term-exhausted, not 400", async () => {
+    const store = new MemoryStore();
+    const { call } = harness({ store });
+    const name = uniqueName("max");
+    await store.put(makeRecord(name, { holder: null, term: Number.MAX_SAFE_INTEGER, renewedAt: 0 }), null);
+    const r = await call("POST", path(name, "/acquire"), { holder: "h", instance: writer, leaseMs: 1000 });
+    expect([r.status, kind(r)]).toEqual([409, "term-exhausted"]);
+    expect(r.body.detail).toContain("use another name");
+  });
+});
+
+describe("group records belong to their group", () => {
+  const group = () => `adapters/${uniqueName("grp")}`;
+  const instance = "member-m1-instance-0000001";
+
+  async function started(call: ReturnType<typeof harness>["call"], g: string) {
+    const beat = await call("POST", `${LeaseholdClient.memberPath(g, "m1")}/heartbeat`, {
+      instance,
+      leaseMs: 60_000,
+      buckets: 4,
+    });
+    expect(beat.status).toBe(200);
+    return beat.body;
+  }
+
+  it("the plain routes and the PUT refuse to write a group's config, members and buckets, naming the group route", async () => {
+    const { call, snapshot } = harness();
+    const g = group();
+    await started(call, g);
+    const before = await snapshot();
+    for (const name of [`${g}/config`, `${g}/members/m1`, `${g}/members/m9`, `${g}/buckets/0`, `${g}/buckets/9`]) {
+      for (const [method, suffix, body, headers] of [
+        ["POST", "/acquire", { holder: "m1", instance: "mallory-instance-000000001", leaseMs: 86_400_000 }, {}],
+        ["POST", "/release", { holder: "m1", instance, term: 1 }, {}],
+        ["POST", "/renew", { holder: "m1", instance, term: 1 }, {}],
+        [
+          "PUT",
+          "",
+          { holder: "m1", term: 2, leaseMs: 60_000, metadata: {}, writeId: "w", acquiredAt: 0 },
+          { "If-Match": '"1"', "Leasehold-Instance": instance },
+        ],
+      ] as const) {
+        const r = await call(method, path(name, suffix), body, { headers });
+        if (r.status === 404 || r.status === 412) continue; // nothing there to write at that revision
+        expect([r.status, kind(r)], `${method} ${name}${suffix}: ${r.text}`).toEqual([409, "group-record"]);
+        expect(r.body.group).toBe(g);
+        expect(r.body.detail).toContain(`/v1/groups/${encodeURIComponent(g)}/members/{member}/heartbeat`);
+      }
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("a name taken by a plain lease cannot become a group: 409 not-a-group, never 500 (Schemathesis's reproduction)", async () => {
+    const { call, snapshot } = harness();
+    const g = group();
+    expect(
+      (await call("POST", path(`${g}/config`, "/acquire"), { holder: "x", instance, leaseMs: 60_000 })).status,
+    ).toBe(200);
+    const before = await snapshot();
+    const beat = await call("POST", `${LeaseholdClient.memberPath(g, "m1")}/heartbeat`, {
+      instance,
+      leaseMs: 60_000,
+      buckets: 4,
+    });
+    expect([beat.status, kind(beat)]).toEqual([409, "not-a-group"]);
+    // Nor through the PUT, free at term 0 with a bucket count: a group starts with a heartbeat.
+    const forged = await call(
+      "PUT",
+      path(`${group()}/config`),
+      { holder: null, term: 0, leaseMs: 60_000, metadata: { buckets: "4", epoch: "1" }, writeId: "w", acquiredAt: 0 },
+      { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } },
+    );
+    expect([forged.status, kind(forged)]).toEqual([409, "group-record"]);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("a bucket is held while its owner's session lives: GET and watch say so past the bucket's own stamps, and free once it leaves", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 3) });
+    const { api, call } = harness({ clock });
+    const g = group();
+    const client = new LeaseholdClient({ baseUrl: api.url, fetch: api.fetch, token: TOKENS.admin, retries: 0 });
+    const first = await client.heartbeat(g, "m1", { instance, leaseMs: 10_000, buckets: 2 });
+    // Well past the bucket record's own renewedAt + leaseMs, with the session renewed all along.
+    for (let i = 0; i < 6; i++) {
+      await clock.advance(5000);
+      await client.heartbeat(g, "m1", { instance, session: first.session, leaseMs: 10_000 });
+    }
+    const bucket = await call("GET", path(`${g}/buckets/0`));
+    expect(bucket.body.holder).toBe("m1");
+    expect(bucket.body.expiresAt).toBeGreaterThan(clock.wallNow());
+    expect(bucket.body.expiresAt).toBe(bucket.body.renewedAt + 30_000 + 10_000);
+    // A plain acquire of the bucket is refused, not a takeover of a bucket a live member works on.
+    const grab = await call("POST", path(`${g}/buckets/0`, "/acquire"), {
+      holder: "x",
+      instance: "x-instance-0000000000001",
+      leaseMs: 1000,
+    });
+    expect(kind(grab)).toBe("group-record");
+
+    const stop = new AbortController();
+    const events: Array<{ holder: string | null | undefined; free: boolean }> = [];
+    const watching = (async () => {
+      for await (const e of client.watch(`${g}/buckets/0`, stop.signal))
+        events.push({ holder: e.lease?.holder, free: e.free });
+    })().catch(() => undefined);
+    await until(() => events.length >= 1);
+    expect(events).toEqual([{ holder: "m1", free: false }]);
+    await client.leave(g, "m1", { instance, session: first.session });
+    await until(() => events.length >= 2);
+    expect(events[1]).toEqual({ holder: "m1", free: true });
+    stop.abort();
+    await watching;
+  });
+});
+
+describe("scopes are paths", () => {
+  const scoped: TokenScope[] = [
+    { name: "bill", token: "bill-scope-token-0123456789", prefixes: ["adapters/bill"], verbs: ["read", "write"] },
+  ];
+
+  it("a prefix without a trailing / covers that name and the names under it, never a name that only starts the same", async () => {
+    const { call } = harness({ tokens: [...TOKEN_SCOPES, ...scoped] });
+    const token = scoped[0]!.token;
+    const body = { holder: "h", instance: "scope-instance-0000000001", leaseMs: 60_000 };
+    expect((await call("POST", path("adapters/bill", "/acquire"), body, { token })).status).toBe(200);
+    expect((await call("POST", path("adapters/bill/eu", "/acquire"), body, { token })).status).toBe(200);
+    for (const name of ["adapters/billboard", "adapters/bill-2", "adapters/bil"]) {
+      expect((await call("POST", path(name, "/acquire"), body, { token })).status, name).toBe(403);
+    }
+    // A listing covers what it may return: "adapters/bill" would list adapters/billboard too.
+    expect((await call("GET", "/v1/leases?prefix=adapters%2Fbill", undefined, { token })).status).toBe(403);
+    const listed = await call("GET", "/v1/leases?prefix=adapters%2Fbill%2F", undefined, { token });
+    expect(listed.body.leases.map((l: { name: string }) => l.name)).toEqual(["adapters/bill/eu"]);
+  });
+
+  it("a write-only token learns that it lost, not what the record holds: no lease in 409 or 412", async () => {
+    const writeOnly: TokenScope = {
+      name: "w",
+      token: "write-only-scope-0123456789",
+      prefixes: [""],
+      verbs: ["write", "cas"],
+    };
+    const { call } = harness({ tokens: [...TOKEN_SCOPES, writeOnly] });
+    const name = uniqueName("secret");
+    await call("POST", path(name, "/acquire"), {
+      holder: "owner",
+      instance: "owner-instance-0000000001",
+      leaseMs: 60_000,
+      metadata: { addr: "10.0.0.9" },
+    });
+    const conflict = await call(
+      "POST",
+      path(name, "/acquire"),
+      { holder: "x", instance: "other-instance-0000000001", leaseMs: 1000 },
+      { token: writeOnly.token },
+    );
+    expect([conflict.status, kind(conflict)]).toEqual([409, "conflict"]);
+    expect(conflict.body.lease).toBeUndefined();
+    expect(conflict.text).not.toContain("10.0.0.9");
+    const stale = await call(
+      "PUT",
+      path(name),
+      { holder: "x", term: 2, leaseMs: 1000, metadata: {}, writeId: "w", acquiredAt: 0 },
+      { token: writeOnly.token, headers: { "If-Match": '"999"', "Leasehold-Instance": "other-instance-0000000001" } },
+    );
+    expect(stale.status).toBe(412);
+    expect(stale.body.lease).toBeUndefined();
+    // A token that may read gets the record, as before.
+    const readable = await call("POST", path(name, "/acquire"), {
+      holder: "x",
+      instance: "other-instance-0000000001",
+      leaseMs: 1000,
+    });
+    expect(readable.body.lease).toMatchObject({ holder: "owner", metadata: { addr: "10.0.0.9" } });
+  });
+});
+
+describe("tokens that cannot be right refuse to start", () => {
+  const base = { name: "t", token: "good-token-0123456789", prefixes: ["jobs/"], verbs: ["read"] };
+  it.each([
+    ["a token with a space (it could never authenticate)", [{ ...base, token: "has a space 0123456789" }], "0.token"],
+    ["a token listed twice", [base, { ...base, name: "u", verbs: ["write"] }], "1.token"],
+    ["a name listed twice", [base, { ...base, token: "other-token-0123456789" }], "1.name"],
+    ["a prefix with an empty segment", [{ ...base, prefixes: ["jobs//"] }], "0.prefixes.0"],
+    ["a prefix with a dot segment", [{ ...base, prefixes: ["jobs/../"] }], "0.prefixes.0"],
+    ["a prefix ending inside a segment", [{ ...base, prefixes: ["jobs/run-"] }], "0.prefixes.0"],
+    ["an unknown verb", [{ ...base, verbs: ["admin"] }], "0.verbs.0"],
+  ])("%s", (_what, tokens, field) => {
+    const error = (() => {
+      try {
+        parseTokens(JSON.stringify(tokens));
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(LeaseValidationError);
+    expect((error as LeaseValidationError).issues.map((i) => i.path)).toContain(field);
+    expect((error as Error).message).not.toContain("0123456789");
+  });
+});
+
+describe("the smaller items", () => {
+  it("/metrics needs a token with the verb metrics once the server has tokens", async () => {
+    const { call } = harness();
+    expect((await call("GET", "/metrics", undefined, { token: null })).status).toBe(401);
+    expect((await call("GET", "/metrics", undefined, { token: TOKENS.reader })).status).toBe(403);
+    const scraped = await call("GET", "/metrics");
+    expect(scraped.status).toBe(200);
+    expect(scraped.text).toContain("leasehold_http_requests_total");
+  });
+
+  it("without tokens on loopback, only loopback Hosts are served (DNS rebinding)", async () => {
+    const { call } = harness({ noAuth: true });
+    const body = { holder: "h", instance: "rebind-instance-000000001", leaseMs: 1000 };
+    const rebound = await call("POST", path("jobs/rebind", "/acquire"), body, {
+      token: null,
+      host: "evil.example:8787",
+    });
+    expect([rebound.status, kind(rebound)]).toEqual([403, "host-not-allowed"]);
+    for (const host of ["127.0.0.1:8787", "localhost:8787", "[::1]:8787"]) {
+      expect((await call("GET", "/healthz", undefined, { token: null, host })).status, host).toBe(200);
+    }
+  });
+
+  it("the start-up line never prints credentials inside the store URL", () => {
+    for (const [url, secret] of [
+      ["s3://bucket?endpoint=http%3A%2F%2Fkey%3Atopsecret%40127.0.0.1%3A9000", "topsecret"],
+      [
+        "azblob://acct/leases?endpoint=https%3A%2F%2Facct.blob.core.windows.net%2F%3Fsv%3D2022%26sig%3DSIGSECRET",
+        "SIGSECRET",
+      ],
+      ["s3://bucket?endpoint=http://key:pass-secret@127.0.0.1:9000&region=eu-west-1", "pass-secret"],
+    ] as const) {
+      const config = readServerConfig({ LEASEHOLD_STORE: url }, "node");
+      const line = startupLine(config, "http://127.0.0.1:8787");
+      expect(line, url).not.toContain(secret);
+      expect(line).toContain("***");
+    }
+  });
+});
+
+async function until(condition: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
