@@ -13,10 +13,6 @@ import (
 	"github.com/leasehold-dev/leasehold/clients/go/internal/wire"
 )
 
-// InstanceHeader carries the writer's instance on the raw compare-and-swap (docs/go.md, "Wire
-// changes to come"). Servers that do not know it ignore it.
-const InstanceHeader = "Leasehold-Instance"
-
 // Client is one leasehold HTTP API endpoint: the typed calls of the wire contract (generated
 // from the served OpenAPI document into internal/wire) with the answers turned into this
 // package's types and errors. It holds no lease state: the Elector, the sharded Member and
@@ -94,8 +90,8 @@ type LeaseResult struct {
 // AcquireRequest asks for a lease (or renews it for its current holder).
 type AcquireRequest struct {
 	Holder string
-	// Instance is this process's random id (Config.Instance). The current API has no field for
-	// it on the lease routes; it is sent once the server takes it (docs/go.md).
+	// Instance is this process's random id (Config.Instance): the server renews, releases or
+	// re-acquires only for the instance that took the lease, and keeps only its digest.
 	Instance      string
 	LeaseDuration time.Duration
 	Metadata      map[string]string
@@ -117,13 +113,14 @@ type RecordWrite struct {
 	Metadata      map[string]string
 	WriteID       string
 	AcquiredAt    time.Time
-	// Instance is the writer's instance, sent in the Leasehold-Instance header.
+	// Instance is the writer's instance, sent in the Leasehold-Instance header: a write that
+	// keeps the holder must come from the instance that took the lease.
 	Instance string
 }
 
 // Acquire takes the lease when it is free (term + 1), or renews it when Holder holds it.
 func (c *Client) Acquire(ctx context.Context, name string, r AcquireRequest) (LeaseResult, error) {
-	body := wire.AcquireRequest{Holder: r.Holder, LeaseMs: millis(r.LeaseDuration)}
+	body := wire.AcquireRequest{Holder: r.Holder, Instance: r.Instance, LeaseMs: millis(r.LeaseDuration)}
 	if r.Metadata != nil {
 		m := r.Metadata
 		body.Metadata = &m
@@ -135,9 +132,10 @@ func (c *Client) Acquire(ctx context.Context, name string, r AcquireRequest) (Le
 	return leaseResult("acquire", res.HTTPResponse, res.Body, res.JSON200)
 }
 
-// Renew extends the lease for its holder in its term; a refusal (409, 404) means it is lost.
+// Renew extends the lease for its holder in its term; a refusal (409, 404) means it is lost
+// (kind "holder-in-use": the holder name is another process's).
 func (c *Client) Renew(ctx context.Context, name string, r HolderTerm) (LeaseResult, error) {
-	res, err := c.typed.RenewLeaseWithResponse(ctx, name, wire.HolderTermRequest{Holder: r.Holder, Term: int(r.Term)})
+	res, err := c.typed.RenewLeaseWithResponse(ctx, name, wire.HolderTermRequest{Holder: r.Holder, Instance: r.Instance, Term: int(r.Term)})
 	if err != nil {
 		return LeaseResult{}, transportError("renew", err)
 	}
@@ -146,7 +144,7 @@ func (c *Client) Renew(ctx context.Context, name string, r HolderTerm) (LeaseRes
 
 // Release frees the lease, keeping its term. Repeating it for the same term is harmless.
 func (c *Client) Release(ctx context.Context, name string, r HolderTerm) (LeaseResult, error) {
-	res, err := c.typed.ReleaseLeaseWithResponse(ctx, name, wire.HolderTermRequest{Holder: r.Holder, Term: int(r.Term)})
+	res, err := c.typed.ReleaseLeaseWithResponse(ctx, name, wire.HolderTermRequest{Holder: r.Holder, Instance: r.Instance, Term: int(r.Term)})
 	if err != nil {
 		return LeaseResult{}, transportError("release", err)
 	}
@@ -170,10 +168,13 @@ func (c *Client) Get(ctx context.Context, name string) (*Lease, error) {
 }
 
 // CompareAndSwap writes w only if the lease is at revision expected ("" = only if it does not
-// exist). A stale revision is a *Problem of kind "precondition-failed" carrying the current
-// record; a write the server's term rules refuse is kind "term-rule".
+// exist); the token needs the verb cas. A stale revision is a *Problem of kind
+// "precondition-failed" carrying the current record; a write the server's term rules refuse is
+// kind "term-rule"; a lease another holder still holds by the server's clock is kind "conflict"
+// with RetryAfter (when the server expects it free), as is a renewal of a term that expired; a
+// write keeping the holder from another instance is kind "holder-in-use".
 func (c *Client) CompareAndSwap(ctx context.Context, name string, w RecordWrite, expected string) (Lease, error) {
-	params := &wire.PutLeaseParams{}
+	params := &wire.PutLeaseParams{LeaseholdInstance: w.Instance}
 	if expected == "" {
 		star := wire.PutLeaseParamsIfNoneMatch("*")
 		params.IfNoneMatch = &star
@@ -195,7 +196,7 @@ func (c *Client) CompareAndSwap(ctx context.Context, name string, w RecordWrite,
 		holder := w.Holder
 		body.Holder = &holder
 	}
-	res, err := c.typed.PutLeaseWithResponse(ctx, name, params, body, withInstance(w.Instance))
+	res, err := c.typed.PutLeaseWithResponse(ctx, name, params, body)
 	if err != nil {
 		return Lease{}, transportError("compare-and-swap", err)
 	}
@@ -206,15 +207,6 @@ func (c *Client) CompareAndSwap(ctx context.Context, name string, w RecordWrite,
 		return leaseOf(*res.JSON201), nil
 	}
 	return Lease{}, problemOf("compare-and-swap", res.HTTPResponse, res.Body)
-}
-
-func withInstance(instance string) wire.RequestEditorFn {
-	return func(_ context.Context, req *http.Request) error {
-		if instance != "" {
-			req.Header.Set(InstanceHeader, instance)
-		}
-		return nil
-	}
 }
 
 func leaseResult(op string, hr *http.Response, body []byte, ok *wire.LeaseResult) (LeaseResult, error) {
@@ -250,7 +242,7 @@ type Problem struct {
 	Op     string
 	Status int
 	// Kind is the last part of the problem type urn:leasehold:problem:<kind> ("conflict",
-	// "session-ended", "precondition-failed", ...).
+	// "holder-in-use", "session-ended", "member-in-use", "precondition-failed", "over-limit", ...).
 	Kind   string
 	Title  string
 	Detail string
@@ -260,8 +252,13 @@ type Problem struct {
 	Rule string
 	// Errors names each failing field (400).
 	Errors []FieldError
-	// RetryAfter is the server's Retry-After (503), 0 when absent.
+	// RetryAfter is the server's Retry-After, 0 when absent: on a 503, on a refusal over a bound
+	// (429 over-limit, 503 over-capacity), and on a 409 conflict of a lease another holder still
+	// holds (when the server expects it free, rounded up to whole seconds).
 	RetryAfter time.Duration
+	// Bound names the bound a refusal is over (kinds "over-limit" and "over-capacity"):
+	// watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections.
+	Bound string
 }
 
 // FieldError is one failing field of a 400 answer.
@@ -276,8 +273,13 @@ func (p *Problem) Error() string {
 }
 
 // Ambiguous reports whether the refused call may still have applied: a 5xx answer says the
-// server could not decide (its store failed or timed out, and a write may have landed).
-func (p *Problem) Ambiguous() bool { return p.Status >= 500 }
+// server could not decide (its store failed or timed out, and a write may have landed), except
+// over-capacity, which the server answers before doing anything.
+func (p *Problem) Ambiguous() bool { return p.Status >= 500 && !p.OverBound() }
+
+// OverBound reports a refusal over one of the server's bounds (429 over-limit: this token's;
+// 503 over-capacity: the server's): nothing was done; the same call may succeed after RetryAfter.
+func (p *Problem) OverBound() bool { return p.Kind == "over-limit" || p.Kind == "over-capacity" }
 
 // TransportError is a call that got no answer (connection refused or reset, timeout, a lost
 // response). A write sent this way may or may not have applied.
@@ -299,18 +301,34 @@ func IsAmbiguous(err error) bool {
 	if errors.As(err, &t) {
 		return true
 	}
-	var p *Problem
-	return errors.As(err, &p) && p.Ambiguous()
+	p := asProblem(err)
+	return p != nil && p.Ambiguous()
 }
 
 // ProblemKind returns the kind of the API's refusal in err ("conflict", ...), "" when err is not
 // an answered refusal.
 func ProblemKind(err error) string {
-	var p *Problem
-	if errors.As(err, &p) {
+	if p := asProblem(err); p != nil {
 		return p.Kind
 	}
 	return ""
+}
+
+// asProblem is err's answered refusal, nil when err is not one.
+func asProblem(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	return nil
+}
+
+// overBound is err's refusal over a server bound (429 over-limit, 503 over-capacity), nil otherwise.
+func overBound(err error) *Problem {
+	if p := asProblem(err); p != nil && p.OverBound() {
+		return p
+	}
+	return nil
 }
 
 // ConfigError is configuration that cannot be right, named by its field; nothing was started.
@@ -333,6 +351,9 @@ func problemOf(op string, hr *http.Response, body []byte) error {
 		}
 		if w.Rule != nil {
 			p.Rule = *w.Rule
+		}
+		if w.Bound != nil {
+			p.Bound = *w.Bound
 		}
 		if w.Errors != nil {
 			for _, e := range *w.Errors {

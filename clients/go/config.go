@@ -103,8 +103,12 @@ func (t Timing) resolve(errs *[]error) timing {
 }
 
 // retryDelay is RetryPeriod × (1 + Jitter × random).
-func (t timing) retryDelay() time.Duration {
-	return time.Duration(float64(t.retry) * (1 + t.jitter*mrand.Float64()))
+func (t timing) retryDelay() time.Duration { return t.after(t.retry) }
+
+// after is a wait of d (a RetryPeriod, or the server's Retry-After) plus RetryPeriod × Jitter ×
+// random, so candidates told one instant do not call in step.
+func (t timing) after(d time.Duration) time.Duration {
+	return d + time.Duration(float64(t.retry)*t.jitter*mrand.Float64())
 }
 
 var (

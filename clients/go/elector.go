@@ -286,14 +286,20 @@ func (e *Elector) notifyLeaders(leaders <-chan string, done chan<- struct{}) {
 	}
 }
 
-// fatal: the server refuses the configuration itself (bad token, scope, field): retrying cannot help.
+// fatal: the server refuses the configuration itself (bad token, scope, field; a lease name that
+// is a sharded group's record, a group name taken by a lease, a lease with no term left):
+// retrying cannot help.
 func fatal(err error) bool {
-	var p *Problem
-	if !errors.As(err, &p) {
+	p := asProblem(err)
+	if p == nil {
 		return false
 	}
 	switch p.Status {
 	case 400, 401, 403, 405, 413, 415:
+		return true
+	}
+	switch p.Kind {
+	case "group-record", "not-a-group", "term-exhausted":
 		return true
 	}
 	return false

@@ -4,7 +4,6 @@ package leasehold
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -134,21 +133,35 @@ func (e *Elector) acquire(ctx context.Context, o observation, pending map[int64]
 		pending[base+1] = true
 		e.log.Warn("acquire got no clear answer; sending it again", "error", err)
 		return nil, now.Add(e.t.retryDelay() / 4), nil
-	case ProblemKind(err) == "conflict":
-		// Held by another holder by the server's rule (its skew bound ends later than our
-		// observed expiry): wait for the free event, or retry.
-		var p *Problem
-		errors.As(err, &p)
-		if p.Lease != nil {
-			e.observe(p.Lease, false)
-		}
-		return nil, now.Add(e.t.retryDelay()), nil
 	case fatal(err):
 		return nil, time.Time{}, err
-	default:
-		e.log.Warn("acquire refused", "error", err)
-		return nil, now.Add(e.t.retryDelay()), nil
 	}
+	p := asProblem(err)
+	if p != nil && p.Lease != nil {
+		e.observe(p.Lease, false)
+	}
+	switch {
+	case p == nil:
+		e.log.Warn("acquire failed", "error", err)
+	case p.Kind == "conflict" && p.RetryAfter > 0:
+		// Held by another holder by the server's rule (its skew bound ends later than our
+		// observed expiry): try again when the server expects it free, or at the free event.
+		return nil, now.Add(e.t.after(p.RetryAfter)), nil
+	case p.Kind == "holder-in-use":
+		// Another process holds the lease under this identity (the server knows it by its
+		// instance): never ours, so it is waited out as anyone else's, and nothing of ours is
+		// pending at its term.
+		if p.Lease != nil {
+			delete(pending, p.Lease.Term)
+		}
+		e.log.Warn("another process holds the lease under this identity: two live processes must not share one", "error", err)
+	case p.OverBound():
+		e.log.Warn("acquire refused over a bound of the server", "bound", p.Bound, "retryAfter", p.RetryAfter)
+		return nil, now.Add(e.t.after(max(e.t.retry, p.RetryAfter))), nil
+	case p.Kind != "conflict":
+		e.log.Warn("acquire refused", "error", err)
+	}
+	return nil, now.Add(e.t.retryDelay()), nil
 }
 
 // read is one GET of the lease.
@@ -209,6 +222,11 @@ func (e *Elector) follow(ctx context.Context) {
 			e.setWatchLive(false)
 		} else if ctx.Err() == nil {
 			e.log.Warn("watch failed", "error", err)
+			if p := overBound(err); p != nil {
+				// Over the server's watch bounds: poll meanwhile (RetryPeriod), reopen after Retry-After.
+				sleep(ctx, e.clock, e.t.after(max(e.t.retry, p.RetryAfter)), nil)
+				continue
+			}
 		}
 		sleep(ctx, e.clock, e.t.retryDelay(), nil)
 	}

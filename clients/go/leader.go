@@ -5,6 +5,7 @@ package leasehold
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // lead runs one term: the callback, the renewals, the watchdog; on ctx's end the graceful stop.
@@ -78,6 +79,11 @@ func (e *Elector) lead(ctx context.Context, t *tenure) error {
 		switch {
 		case err == nil && res.Leader && res.Lease.Term == t.term:
 			next = t.sentAt.Add(e.t.renew)
+		case overBound(err) != nil:
+			// Refused before anything was done (the server over a bound): the term goes on; the
+			// next try comes after Retry-After, but while the window is open there is always one.
+			e.log.Warn("renewal refused over a bound of the server; trying again", "term", t.term, "error", err)
+			next = e.retryRenewal(t, overBound(err).RetryAfter)
 		case err == nil || (!IsAmbiguous(err) && !fatal(err)):
 			// Refused (409, 404, or an answer without us): the term is over.
 			e.log.Warn("renewal refused: leadership lost", "term", t.term, "error", err)
@@ -92,15 +98,24 @@ func (e *Elector) lead(ctx context.Context, t *tenure) error {
 			return err
 		default:
 			e.log.Warn("renewal got no clear answer; sending it again", "term", t.term, "error", err)
-			e.mu.Lock()
-			until := t.until
-			e.mu.Unlock()
-			next = e.clock.Now().Add(e.t.retryDelay())
-			if until.Before(next) {
-				next = until
-			}
+			next = e.retryRenewal(t, 0)
 		}
 	}
+}
+
+// retryRenewal is when to send a renewal of t again after a failed one: after RetryPeriod (or
+// the server's Retry-After, when longer), but no later than halfway through what is left of the
+// window, so one more try comes before it closes.
+func (e *Elector) retryRenewal(t *tenure, retryAfter time.Duration) time.Time {
+	e.mu.Lock()
+	until := t.until
+	e.mu.Unlock()
+	now := e.clock.Now()
+	next := now.Add(e.t.after(max(e.t.retry, retryAfter)))
+	if half := now.Add(until.Sub(now) / 2); half.Before(next) {
+		next = half
+	}
+	return next
 }
 
 // renew sends one renewal of t, bounded by the time left in its window. A success moves the
@@ -189,11 +204,14 @@ func (e *Elector) releaseHeld(t *tenure) {
 			e.mu.Unlock()
 			return
 		}
-		if !IsAmbiguous(err) {
+		wait := e.t.retryDelay() / 4
+		if p := overBound(err); p != nil {
+			wait = p.RetryAfter
+		} else if !IsAmbiguous(err) {
 			e.log.Warn("release refused", "term", t.term, "error", err)
 			return
 		}
-		sleep(context.Background(), e.clock, min(e.t.retryDelay()/4, left), nil)
+		sleep(context.Background(), e.clock, min(wait, left), nil)
 	}
 }
 
@@ -207,12 +225,18 @@ func (e *Elector) releaseTerm(ctx context.Context, term int64) error {
 		e.observe(&res.Lease, res.Lease.Holder == "")
 		return nil
 	}
-	var p *Problem
-	if errors.As(err, &p) && p.Lease != nil {
-		e.observe(p.Lease, p.Lease.Holder == "")
-	} else {
-		sleep(ctx, e.clock, e.t.retryDelay()/4, nil)
+	// Refused or unanswered: the record the refusal carries is observed, and the campaign tries
+	// again after a pause (a refusal that stays the same must not make it call in a loop).
+	wait := e.t.retryDelay() / 4
+	if p := asProblem(err); p != nil {
+		if p.Lease != nil {
+			e.observe(p.Lease, p.Lease.Holder == "")
+		}
+		if !p.Ambiguous() {
+			wait = e.t.after(max(e.t.retry, p.RetryAfter))
+		}
 	}
+	sleep(ctx, e.clock, wait, nil)
 	return err
 }
 

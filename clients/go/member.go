@@ -2,7 +2,6 @@ package leasehold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -162,10 +161,11 @@ func (m *member) run(ctx context.Context) error {
 		})
 		cancel()
 		if err != nil {
-			if fatalErr := m.refused(ctx, err); fatalErr != nil {
+			wait, fatalErr := m.refused(ctx, err)
+			if fatalErr != nil {
 				return fatalErr
 			}
-			sleep(ctx, m.clock, m.t.retryDelay(), nil)
+			sleep(ctx, m.clock, wait, nil)
 			continue
 		}
 		until := sentAt.Add(m.t.lease - m.t.safety)
@@ -193,29 +193,35 @@ func (m *member) run(ctx context.Context) error {
 	}
 }
 
-// refused handles a failed heartbeat: a session the server ended (or another process's) stops
-// everything; a refusal of the configuration is returned.
-func (m *member) refused(ctx context.Context, err error) error {
-	switch ProblemKind(err) {
-	case "session-ended", "member-in-use":
+// refused handles a failed heartbeat and says how long to wait before the next: a session the
+// server ended, or that another process holds under this member id (member-in-use: its instance
+// is not ours), stops everything, and the next heartbeat starts a new session (refused while the
+// other's lives); a refusal over a server bound waits its Retry-After, the session's window
+// still counting; a refusal of the configuration is returned.
+func (m *member) refused(ctx context.Context, err error) (time.Duration, error) {
+	p := asProblem(err)
+	switch {
+	case p == nil:
+	case p.Kind == "session-ended" || p.Kind == "member-in-use":
 		m.log.Warn("session over", "error", err)
 		m.stopAll(false)
 		m.waitStopped()
 		m.mu.Lock()
 		m.session, m.lapsed = 0, false
 		m.mu.Unlock()
-		return nil
-	}
-	var p *Problem
-	if errors.As(err, &p) && (fatal(err) || p.Status == 404) {
+		return m.t.retryDelay(), nil
+	case fatal(err) || p.Status == 404:
 		m.stopAll(false)
 		m.waitStopped()
-		return err
+		return 0, err
+	case p.OverBound():
+		m.log.Warn("heartbeat refused over a bound of the server", "bound", p.Bound, "retryAfter", p.RetryAfter)
+		return m.t.after(max(m.t.retry, p.RetryAfter)), nil
 	}
 	if ctx.Err() == nil {
 		m.log.Warn("heartbeat failed", "error", err)
 	}
-	return nil
+	return m.t.retryDelay(), nil
 }
 
 func (m *member) resumedAfterLapse(session int64) bool {
@@ -394,13 +400,16 @@ func (m *member) leaveSession(session int64) {
 		callCtx, cancel := context.WithTimeout(context.Background(), m.t.call)
 		err := m.client.Leave(callCtx, m.group, m.id, m.instance, session)
 		cancel()
-		if err == nil || !IsAmbiguous(err) {
+		wait := m.t.retryDelay() / 4
+		if p := overBound(err); p != nil {
+			wait = p.RetryAfter
+		} else if err == nil || !IsAmbiguous(err) {
 			if err != nil {
 				m.log.Warn("leave refused", "session", session, "error", err)
 			}
 			break
 		}
-		sleep(context.Background(), m.clock, m.t.retryDelay()/4, nil)
+		sleep(context.Background(), m.clock, wait, nil)
 	}
 	m.mu.Lock()
 	if m.session == session {

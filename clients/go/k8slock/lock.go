@@ -209,17 +209,32 @@ func (l *Lock) write(ctx context.Context, w leasehold.RecordWrite, expected stri
 		return nil
 	}
 	var p *leasehold.Problem
-	if errors.As(err, &p) && (p.Kind == "precondition-failed" || p.Kind == "term-rule" || p.Kind == "conflict") {
+	if errors.As(err, &p) && refusedAsConflict[p.Kind] {
 		if p.Lease != nil {
 			l.seenLocked(p.Lease)
 		}
 		if l.current != nil && l.current.WriteID == w.WriteID {
 			return nil // our write is what the server holds
 		}
+		if p.Kind == "conflict" && w.Holder == l.identity && w.Term == l.held {
+			// A renewal of a term that expired by the server's clock: it is never continued, so
+			// this Lock holds nothing, and its next write takes term + 1.
+			l.held = 0
+		}
 		return apierrors.NewConflict(resource, l.name, err)
 	}
 	// No answer, or a 5xx: the write may have landed; a later read recognises it by its writeId.
+	// A refusal over a server bound (429, 503 over-capacity) is returned as it is: client-go
+	// tries again after RetryPeriod.
 	return err
+}
+
+// refusedAsConflict are the API's refusals of a write that client-go must see as a lost race
+// (its Conflict): a stale revision; a term rule; a lease another holder still holds by the
+// server's clock (renewedAt + leaseMs + maxSkewMs, later than client-go's observed expiry), or a
+// renewal of a term that expired; the holder name held by another process (another instance).
+var refusedAsConflict = map[string]bool{
+	"precondition-failed": true, "term-rule": true, "conflict": true, "holder-in-use": true,
 }
 
 // seenLocked records what the server holds. A record carrying one of our pending writes is ours,

@@ -185,13 +185,53 @@ func TestLockKeepsTheTermRulesItPromises(t *testing.T) {
 	if err := a.Update(ctx, record); err != nil || a.Term() != 1 {
 		t.Fatalf("a renewal must keep term 1: term %d, %v", a.Term(), err)
 	}
-	// Another lock with the same identity (a restarted process) does not continue a's term.
+	// While the server counts the lease held (renewedAt + leaseMs + maxSkewMs), another identity
+	// cannot take it, nor can another process with the same identity (a restarted one) continue or
+	// take it: client-go's Conflict, nothing written, a still leads.
+	b := newLock(t, shared.URL, name, "b")
 	restarted := newLock(t, shared.URL, name, "a")
-	if _, _, err := restarted.Get(ctx); err != nil {
+	for _, other := range []struct {
+		who    string
+		lock   *k8slock.Lock
+		record rl.LeaderElectionRecord
+	}{{"another identity", b, rl.LeaderElectionRecord{HolderIdentity: "b", LeaseDurationSeconds: 10}}, {"a restarted process", restarted, record}} {
+		if _, _, err := other.lock.Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.lock.Update(ctx, other.record); !apierrors.IsConflict(err) || other.lock.Term() != 0 {
+			t.Fatalf("%s took a lease still held: term %d, %v (expected Conflict)", other.who, other.lock.Term(), err)
+		}
+	}
+	if err := a.Update(ctx, record); err != nil || a.Term() != 1 || !a.StillLeader() {
+		t.Fatalf("a's renewal after the refused takeovers: term %d, still leader %t, %v", a.Term(), a.StillLeader(), err)
+	}
+	// A term that expired by the server's clock is never continued: the renewal is a Conflict, a
+	// holds nothing, and its next write takes term 2.
+	short := record
+	short.LeaseDurationSeconds = 1
+	if err := a.Update(ctx, short); err != nil {
 		t.Fatal(err)
 	}
-	if err := restarted.Update(ctx, record); err != nil || restarted.Term() != 2 {
-		t.Fatalf("a restarted process under the same identity must take term 2: term %d, %v", restarted.Term(), err)
+	time.Sleep(time.Second + 150*time.Millisecond) // the lease and the server's skew bound (100 ms)
+	if err := a.Update(ctx, short); !apierrors.IsConflict(err) || a.Term() != 0 || a.StillLeader() {
+		t.Fatalf("a renewal of an expired term: term %d, still leader %t, %v (expected Conflict)", a.Term(), a.StillLeader(), err)
+	}
+	if _, _, err := a.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, record); err != nil || a.Term() != 2 {
+		t.Fatalf("a taking the expired lease again must take term 2: term %d, %v", a.Term(), err)
+	}
+	// A release keeps the term; the same identity from another process may then take it, at term + 1.
+	if err := a.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := restarted.Get(ctx)
+	if err != nil || got.HolderIdentity != "" || got.LeaderTransitions != 1 {
+		t.Fatalf("after the release: %+v, %v", got, err)
+	}
+	if err := restarted.Update(ctx, record); err != nil || restarted.Term() != 3 {
+		t.Fatalf("taking it after a release must be term 3: term %d, %v", restarted.Term(), err)
 	}
 	// a's revision is stale now: client-go's Conflict, and a holds nothing.
 	if err := a.Update(ctx, record); !apierrors.IsConflict(err) {
@@ -200,16 +240,27 @@ func TestLockKeepsTheTermRulesItPromises(t *testing.T) {
 	if a.Term() != 0 || a.StillLeader() {
 		t.Fatalf("after losing the race a reports term %d, still leader %t", a.Term(), a.StillLeader())
 	}
-	// A release keeps the term; the same identity taking it again gets term + 1.
-	if err := restarted.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {
+}
+
+// The raw compare-and-swap is a verb of its own: a token that may read and write but not cas
+// reads the lease and is refused every write, with the server's 403 (not a Conflict client-go
+// would retry as a lost race).
+func TestLockNeedsATokenWithTheCasVerb(t *testing.T) {
+	c, err := leasehold.NewClient(shared.URL, leasehold.ClientOptions{Token: testserver.AdaptersToken})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := restarted.Get(ctx)
-	if err != nil || got.HolderIdentity != "" || got.LeaderTransitions != 1 {
-		t.Fatalf("after the release: %+v, %v", got, err)
+	lock, err := k8slock.New(k8slock.Config{Client: c, Name: uniqueName("no-cas"), Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := restarted.Update(ctx, record); err != nil || restarted.Term() != 3 {
-		t.Fatalf("taking it again after a release must be term 3: term %d, %v", restarted.Term(), err)
+	if _, _, err := lock.Get(context.Background()); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get with a read-write token: %v, expected NotFound", err)
+	}
+	err = lock.Create(context.Background(), rl.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 10})
+	var p *leasehold.Problem
+	if !errors.As(err, &p) || p.Status != 403 || apierrors.IsConflict(err) {
+		t.Fatalf("Create with a token without cas: %v, expected the server's 403", err)
 	}
 }
 

@@ -19,16 +19,31 @@ import (
 	"time"
 )
 
-// Tokens of a server started WithTokens.
+// Tokens of a server started with Tokens: AdminToken may do anything (read, write and cas on
+// every name), AdaptersToken read and write under adapters/ (not cas: the raw compare-and-swap
+// k8slock uses is refused), ReaderToken only read; MemberTokens[i] is the token of member
+// ScopedMembers[i] of ScopedGroup alone (write on ScopedGroup/members/<member>).
 const (
 	AdminToken    = "admin-token-0123456789abcdef"
 	AdaptersToken = "adapters-token-0123456789abcdef"
 	ReaderToken   = "reader-token-0123456789abcdef"
+	ScopedGroup   = "scoped/shards"
 )
 
-const tokensJSON = `[{"name":"admin","token":"` + AdminToken + `","prefixes":[""],"verbs":["read","write"]},` +
-	`{"name":"adapters","token":"` + AdaptersToken + `","prefixes":["adapters/"],"verbs":["read","write"]},` +
-	`{"name":"reader","token":"` + ReaderToken + `","prefixes":[""],"verbs":["read"]}]`
+var (
+	ScopedMembers = []string{"m0", "m1"}
+	MemberTokens  = []string{"member-m0-token-0123456789abcdef", "member-m1-token-0123456789abcdef"}
+)
+
+func tokensJSON() string {
+	tokens := `[{"name":"admin","token":"` + AdminToken + `","prefixes":[""],"verbs":["read","write","cas"]},` +
+		`{"name":"adapters","token":"` + AdaptersToken + `","prefixes":["adapters/"],"verbs":["read","write"]},` +
+		`{"name":"reader","token":"` + ReaderToken + `","prefixes":[""],"verbs":["read"]}`
+	for i, m := range ScopedMembers {
+		tokens += `,{"name":"member-` + m + `","token":"` + MemberTokens[i] + `","prefixes":["` + ScopedGroup + `/members/` + m + `"],"verbs":["write"]}`
+	}
+	return tokens + "]"
+}
 
 // Options of Start.
 type Options struct {
@@ -36,6 +51,8 @@ type Options struct {
 	Tokens bool
 	// MaxSkew is the server's wall-clock skew bound (default 100 ms: one server, it only delays takeovers).
 	MaxSkew time.Duration
+	// Env is more of the server's variables ("LEASEHOLD_WATCH_STREAMS_PER_TOKEN=1").
+	Env []string
 }
 
 // Server is a running API server process.
@@ -96,8 +113,9 @@ func Launch(o Options) (*Server, error) {
 	}
 	env = append(env, fmt.Sprintf("LEASEHOLD_MAX_SKEW_MS=%d", skew.Milliseconds()), "LEASEHOLD_WATCH_POLL_MS=100")
 	if o.Tokens {
-		env = append(env, "LEASEHOLD_TOKENS="+tokensJSON)
+		env = append(env, "LEASEHOLD_TOKENS="+tokensJSON())
 	}
+	env = append(env, o.Env...)
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

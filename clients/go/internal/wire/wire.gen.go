@@ -85,15 +85,18 @@ func (e PutLeaseParamsIfNoneMatch) Valid() bool {
 	}
 }
 
-// AcquireRequest Acquire (or, by the current holder, renew) a lease
+// AcquireRequest Acquire a lease (or, by the holder from the same instance, renew it)
 type AcquireRequest struct {
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
 	Holder string `json:"holder"`
 
+	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
+	Instance string `json:"instance"`
+
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal)
+	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
 	Metadata *map[string]string `json:"metadata,omitempty"`
 }
 
@@ -129,7 +132,7 @@ type HandoffConfirmation struct {
 	// Bucket A bucket index, 0 to N - 1
 	Bucket int `json:"bucket"`
 
-	// Instance A random id this process picks once when it starts (a UUID) and sends with every call: the server renews a session only for the instance that started it, so two processes given the same member id never share one
+	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
 	Instance string `json:"instance"`
 
 	// Session The member's session number: +1 for every new session of this member id
@@ -206,7 +209,7 @@ type HeartbeatRequest struct {
 	// Buckets The bucket count a new group starts with; an existing group keeps its own (changing it is `reshard`)
 	Buckets *int `json:"buckets,omitempty"`
 
-	// Instance A random id this process picks once when it starts (a UUID) and sends with every call: the server renews a session only for the instance that started it, so two processes given the same member id never share one
+	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
 	Instance string `json:"instance"`
 
 	// LeaseMs How long the session is valid after each heartbeat (ms). Stop all work at your own monotonic clock's `sentAt + leaseMs - safetyMs`
@@ -225,10 +228,13 @@ type HeldBucket struct {
 	Term int `json:"term"`
 }
 
-// HolderTermRequest The holder and the term it holds
+// HolderTermRequest The holder, the instance that took the lease, and the term it holds
 type HolderTermRequest struct {
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
 	Holder string `json:"holder"`
+
+	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
+	Instance string `json:"instance"`
 
 	// Term Fencing token: +1 each time leadership passes to a holder; kept by a release
 	Term int `json:"term"`
@@ -239,7 +245,7 @@ type Lease struct {
 	// AcquiredAt When the current term began (writer's wall clock, ms)
 	AcquiredAt int `json:"acquiredAt"`
 
-	// ExpiresAt renewedAt + leaseMs (server wall clock, ms)
+	// ExpiresAt When the lease runs out unless renewed (server wall clock, ms): renewedAt + leaseMs; for a bucket of a sharded group, when its owner's session does (a bucket is held while that session lives)
 	ExpiresAt int `json:"expiresAt"`
 
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
@@ -248,10 +254,10 @@ type Lease struct {
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal)
+	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
 	Metadata map[string]string `json:"metadata"`
 
-	// Name The lease name: 1-192 characters of a-z 0-9 . _ / -, starting and ending with a letter or digit
+	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
 	Name string `json:"name"`
 
 	// RenewedAt When this revision was written (server wall clock, ms)
@@ -284,7 +290,7 @@ type LeaseResult struct {
 
 // LeaveRequest All work of this session has stopped: end the session, freeing every bucket it held
 type LeaveRequest struct {
-	// Instance A random id this process picks once when it starts (a UUID) and sends with every call: the server renews a session only for the instance that started it, so two processes given the same member id never share one
+	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
 	Instance string `json:"instance"`
 
 	// Session The member's session number: +1 for every new session of this member id
@@ -303,13 +309,18 @@ type MemberLeft struct {
 	Session int `json:"session"`
 }
 
-// Problem RFC 9457 problem details; `lease` is the current record (409, 412), `errors` each failing field (400)
+// Problem RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)
 type Problem struct {
-	Detail string `json:"detail"`
+	// Bound The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections
+	Bound  *string `json:"bound,omitempty"`
+	Detail string  `json:"detail"`
 
 	// Errors Each failing field (400)
 	Errors *[]FieldError `json:"errors,omitempty"`
-	Leader *bool         `json:"leader,omitempty"`
+
+	// Group The sharded group a refused write's record belongs to (409 group-record): use its group routes
+	Group  *string `json:"group,omitempty"`
+	Leader *bool   `json:"leader,omitempty"`
 
 	// Lease One lease record and its revision
 	Lease *Lease `json:"lease,omitempty"`
@@ -334,10 +345,10 @@ type RecordWrite struct {
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal)
+	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
 	Metadata map[string]string `json:"metadata"`
 
-	// Term Fencing token: +1 each time leadership passes to a holder; kept by a release
+	// Term Fencing token: +1 each time leadership passes to a holder; kept by a release. A new lease starts at most at 4503599627370496 (2^52)
 	Term int `json:"term"`
 
 	// WriteId A unique id of this write: tells whose write a record is
@@ -351,7 +362,7 @@ type WatchEvent struct {
 	Lease *Lease `json:"lease"`
 }
 
-// MethodNotAllowed RFC 9457 problem details; `lease` is the current record (409, 412), `errors` each failing field (400)
+// MethodNotAllowed RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)
 type MethodNotAllowed = Problem
 
 // ListLeasesParams defines parameters for ListLeases.
@@ -373,6 +384,9 @@ type PutLeaseParams struct {
 
 	// IfNoneMatch `*`: create the lease only if it does not exist. Send exactly one of If-Match and If-None-Match
 	IfNoneMatch *PutLeaseParamsIfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// LeaseholdInstance The writing process's instance (16-64 characters of A-Z a-z 0-9 . _ : - (a random id, e.g. a UUID)): a write that keeps the holder (a renewal, a release, a re-acquisition) must come from the instance that took the lease
+	LeaseholdInstance string `json:"Leasehold-Instance"`
 }
 
 // PutLeaseParamsIfNoneMatch defines parameters for PutLease.
@@ -484,7 +498,7 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Metrics Prometheus metrics of this instance
+	// Metrics Prometheus metrics of this instance (with tokens: for a token with the verb metrics)
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -510,7 +524,7 @@ type ClientInterface interface {
 
 	// HeartbeatMemberWithBody Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -519,7 +533,7 @@ type ClientInterface interface {
 
 	// HeartbeatMember Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -550,14 +564,18 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/leases/{name} (the `GetLease` operationId).
 	GetLease(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutLeaseWithBody Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+	// PutLeaseWithBody Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+	//
+	// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/leases/{name} (the `PutLease` operationId).
 	PutLeaseWithBody(ctx context.Context, name string, params *PutLeaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutLease Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+	// PutLease Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+	//
+	// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -627,7 +645,7 @@ func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
-// Metrics Prometheus metrics of this instance
+// Metrics Prometheus metrics of this instance (with tokens: for a token with the verb metrics)
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -693,7 +711,7 @@ func (c *Client) ConfirmHandoff(ctx context.Context, group string, member string
 
 // HeartbeatMemberWithBody Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes any type of body and a specified content type.
 //
@@ -712,7 +730,7 @@ func (c *Client) HeartbeatMemberWithBody(ctx context.Context, group string, memb
 
 // HeartbeatMember Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -793,7 +811,9 @@ func (c *Client) GetLease(ctx context.Context, name string, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
-// PutLeaseWithBody Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+// PutLeaseWithBody Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+//
+// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 //
 // Takes any type of body and a specified content type.
 //
@@ -810,7 +830,9 @@ func (c *Client) PutLeaseWithBody(ctx context.Context, name string, params *PutL
 	return c.Client.Do(req)
 }
 
-// PutLease Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+// PutLease Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+//
+// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1367,6 +1389,15 @@ func NewPutLeaseRequestWithBody(server string, name string, params *PutLeasePara
 			req.Header.Set("If-None-Match", headerParam1)
 		}
 
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Leasehold-Instance", params.LeaseholdInstance, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Leasehold-Instance", headerParam2)
+
 	}
 
 	return req, nil
@@ -1613,7 +1644,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
 
-	// MetricsWithResponse Prometheus metrics of this instance
+	// MetricsWithResponse Prometheus metrics of this instance (with tokens: for a token with the verb metrics)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1643,7 +1674,7 @@ type ClientWithResponsesInterface interface {
 
 	// HeartbeatMemberWithBodyWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1652,7 +1683,7 @@ type ClientWithResponsesInterface interface {
 
 	// HeartbeatMemberWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1687,14 +1718,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/leases/{name} (the `GetLease` operationId).
 	GetLeaseWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetLeaseResponse, error)
 
-	// PutLeaseWithBodyWithResponse Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+	// PutLeaseWithBodyWithResponse Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+	//
+	// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/leases/{name} (the `PutLease` operationId).
 	PutLeaseWithBodyWithResponse(ctx context.Context, name string, params *PutLeaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLeaseResponse, error)
 
-	// PutLeaseWithResponse Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+	// PutLeaseWithResponse Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+	//
+	// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1792,9 +1827,30 @@ func (r HealthResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetBody returns the raw response body bytes
@@ -1990,6 +2046,11 @@ type HeartbeatMemberResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// HeartbeatMemberResponse429Headers the declared response headers of an HTTP 429 response for HeartbeatMember
+type HeartbeatMemberResponse429Headers struct {
+	RetryAfter int
+}
+
 // HeartbeatMemberResponse503Headers the declared response headers of an HTTP 503 response for HeartbeatMember
 type HeartbeatMemberResponse503Headers struct {
 	RetryAfter int
@@ -2014,12 +2075,16 @@ type HeartbeatMemberResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HeartbeatMemberResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HeartbeatMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *HeartbeatMemberResponse503Headers
 }
@@ -2062,6 +2127,11 @@ func (r HeartbeatMemberResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r HeartbeatMemberResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r HeartbeatMemberResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2430,6 +2500,16 @@ type PutLeaseResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// PutLeaseResponse409Headers the declared response headers of an HTTP 409 response for PutLease
+type PutLeaseResponse409Headers struct {
+	RetryAfter *int
+}
+
+// PutLeaseResponse429Headers the declared response headers of an HTTP 429 response for PutLease
+type PutLeaseResponse429Headers struct {
+	RetryAfter int
+}
+
 // PutLeaseResponse503Headers the declared response headers of an HTTP 503 response for PutLease
 type PutLeaseResponse503Headers struct {
 	RetryAfter int
@@ -2458,6 +2538,8 @@ type PutLeaseResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON428 the response for an HTTP 428 `application/problem+json` response
 	ApplicationproblemJSON428 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2468,6 +2550,10 @@ type PutLeaseResponse struct {
 	Headers201 *PutLeaseResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutLeaseResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutLeaseResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutLeaseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutLeaseResponse503Headers
 }
@@ -2522,6 +2608,11 @@ func (r PutLeaseResponse) GetApplicationproblemJSON428() *Problem {
 	return r.ApplicationproblemJSON428
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutLeaseResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r PutLeaseResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
@@ -2571,6 +2662,16 @@ type AcquireLeaseResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// AcquireLeaseResponse409Headers the declared response headers of an HTTP 409 response for AcquireLease
+type AcquireLeaseResponse409Headers struct {
+	RetryAfter *int
+}
+
+// AcquireLeaseResponse429Headers the declared response headers of an HTTP 429 response for AcquireLease
+type AcquireLeaseResponse429Headers struct {
+	RetryAfter int
+}
+
 // AcquireLeaseResponse503Headers the declared response headers of an HTTP 503 response for AcquireLease
 type AcquireLeaseResponse503Headers struct {
 	RetryAfter int
@@ -2593,6 +2694,8 @@ type AcquireLeaseResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2601,6 +2704,10 @@ type AcquireLeaseResponse struct {
 	Headers200 *AcquireLeaseResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AcquireLeaseResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AcquireLeaseResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquireLeaseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AcquireLeaseResponse503Headers
 }
@@ -2638,6 +2745,11 @@ func (r AcquireLeaseResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AcquireLeaseResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AcquireLeaseResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2934,6 +3046,11 @@ type WatchLeaseResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// WatchLeaseResponse429Headers the declared response headers of an HTTP 429 response for WatchLease
+type WatchLeaseResponse429Headers struct {
+	RetryAfter int
+}
+
 // WatchLeaseResponse503Headers the declared response headers of an HTTP 503 response for WatchLease
 type WatchLeaseResponse503Headers struct {
 	RetryAfter int
@@ -2948,12 +3065,16 @@ type WatchLeaseResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WatchLeaseResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchLeaseResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *WatchLeaseResponse503Headers
 }
@@ -2971,6 +3092,11 @@ func (r WatchLeaseResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r WatchLeaseResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WatchLeaseResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -3025,7 +3151,7 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 	return ParseHealthResponse(rsp)
 }
 
-// MetricsWithResponse Prometheus metrics of this instance
+// MetricsWithResponse Prometheus metrics of this instance (with tokens: for a token with the verb metrics)
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3079,7 +3205,7 @@ func (c *ClientWithResponses) ConfirmHandoffWithResponse(ctx context.Context, gr
 
 // HeartbeatMemberWithBodyWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3094,7 +3220,7 @@ func (c *ClientWithResponses) HeartbeatMemberWithBodyWithResponse(ctx context.Co
 
 // HeartbeatMemberWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the group's records (`<group>/`).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3159,7 +3285,9 @@ func (c *ClientWithResponses) GetLeaseWithResponse(ctx context.Context, name str
 	return ParseGetLeaseResponse(rsp)
 }
 
-// PutLeaseWithBodyWithResponse Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+// PutLeaseWithBodyWithResponse Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+//
+// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3172,7 +3300,9 @@ func (c *ClientWithResponses) PutLeaseWithBodyWithResponse(ctx context.Context, 
 	return ParsePutLeaseResponse(rsp)
 }
 
-// PutLeaseWithResponse Raw compare-and-swap (what the HTTP store uses): If-Match replaces a revision, If-None-Match: * creates
+// PutLeaseWithResponse Raw compare-and-swap (what the HTTP store uses; the token needs the verb cas): If-Match replaces a revision, If-None-Match: * creates
+//
+// The holding rules of the plain routes hold here too: a write that keeps the holder (a renewal, a release, a re-acquisition at term + 1) must come from the instance (Leasehold-Instance) that took the lease; a lease still held (renewedAt + leaseMs + maxSkewMs not yet passed on the server's clock) is never given to another holder, nor to the same holder name from another instance; a record of a sharded group is written only by its group routes.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3313,6 +3443,36 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	response := &MetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -3526,6 +3686,13 @@ func ParseHeartbeatMemberResponse(rsp *http.Response) (*HeartbeatMemberResponse,
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3553,6 +3720,16 @@ func ParseHeartbeatMemberResponse(rsp *http.Response) (*HeartbeatMemberResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers HeartbeatMemberResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers HeartbeatMemberResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3949,6 +4126,13 @@ func ParsePutLeaseResponse(rsp *http.Response) (*PutLeaseResponse, error) {
 		}
 		response.ApplicationproblemJSON428 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3996,6 +4180,26 @@ func ParsePutLeaseResponse(rsp *http.Response) (*PutLeaseResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutLeaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutLeaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutLeaseResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -4074,6 +4278,13 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4111,6 +4322,26 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers AcquireLeaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcquireLeaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcquireLeaseResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -4405,6 +4636,13 @@ func ParseWatchLeaseResponse(rsp *http.Response) (*WatchLeaseResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4432,6 +4670,16 @@ func ParseWatchLeaseResponse(rsp *http.Response) (*WatchLeaseResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WatchLeaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers WatchLeaseResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
