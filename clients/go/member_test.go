@@ -2,6 +2,7 @@ package leasehold_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -178,5 +179,64 @@ func TestBucketOfMatchesTheDocumentedVectors(t *testing.T) {
 				t.Errorf("BucketOf(%q, %d) = %d, want %d", v.key, n, got, v.want[i])
 			}
 		}
+	}
+}
+
+// Member-scoped tokens (docs/security.md): each member's token covers its own record
+// <group>/members/<member> alone. The members share the group as any others; a token cannot act
+// for another member (403, whatever the call), and a process holding the right token but another
+// instance cannot take over a live member's session (409 member-in-use). Nothing refused moves a
+// bucket.
+func TestMemberScopedTokensActForTheirOwnMemberOnly(t *testing.T) {
+	group := testserver.ScopedGroup
+	w := newBucketWork()
+	scoped := func(i int) *leasehold.Client {
+		c, err := leasehold.NewClient(shared.URL, leasehold.ClientOptions{Token: testserver.MemberTokens[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	m0, m1 := testserver.ScopedMembers[0], testserver.ScopedMembers[1]
+	instance1 := leasehold.NewInstance()
+	runMember(t, leasehold.MemberConfig{Client: scoped(0), Group: group, Member: m0, Buckets: 4, Timing: fast}, w)
+	runMember(t, leasehold.MemberConfig{Client: scoped(1), Group: group, Member: m1, Instance: instance1, Buckets: 4, Timing: fast}, w)
+	w.waitBalanced(t, "m0 and m1", []string{m0, m1}, 4)
+	before := w.loads()
+
+	// m0's token, for m1: the sharded member refuses to start, and no call for m1 gets through.
+	err := leasehold.RunSharded(context.Background(), leasehold.MemberConfig{Client: scoped(0), Group: group, Member: m1, Timing: fast},
+		func(context.Context, leasehold.Bucket) error { t.Error("worked as m1 with m0's token"); return nil })
+	var p *leasehold.Problem
+	if !errors.As(err, &p) || p.Status != 403 {
+		t.Fatalf("RunSharded as m1 with m0's token: %v, expected the server's 403", err)
+	}
+	ctx := context.Background()
+	for what, call := range map[string]func() error{
+		"heartbeat": func() error {
+			_, err := scoped(0).Heartbeat(ctx, group, m1, leasehold.HeartbeatRequest{Instance: leasehold.NewInstance(), LeaseDuration: time.Second})
+			return err
+		},
+		"handoff": func() error {
+			_, err := scoped(0).ConfirmHandoff(ctx, group, m1, instance1, 1, before[m1][0], 1)
+			return err
+		},
+		"leave": func() error { return scoped(0).Leave(ctx, group, m1, instance1, 1) },
+	} {
+		if err := call(); !errors.As(err, &p) || p.Status != 403 || p.Kind != "forbidden" {
+			t.Errorf("%s for m1 with m0's token: %v, expected 403 forbidden", what, err)
+		}
+	}
+	// m1's own token from another process (another instance): m1's session is live, so 409.
+	_, err = scoped(1).Heartbeat(ctx, group, m1, leasehold.HeartbeatRequest{Instance: leasehold.NewInstance(), LeaseDuration: time.Second})
+	if !errors.As(err, &p) || p.Status != 409 || p.Kind != "member-in-use" {
+		t.Errorf("a heartbeat as m1 from another instance: %v, expected 409 member-in-use", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if after := w.loads(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the refused calls moved buckets: %v, then %v", before, after)
+	}
+	if len(w.overlap) > 0 {
+		t.Fatal(strings.Join(w.overlap, "\n"))
 	}
 }
