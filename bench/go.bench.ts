@@ -70,8 +70,9 @@ export async function run(): Promise<Table[]> {
         `renew every leaseMs / 3, one leader and one follower per run, ${RUNS} runs each, ms. Failover: the leader ` +
         "crashes at a random point of its renewal interval (Go: SIGKILL; TypeScript: stop without release). The Go " +
         "elector takes over when the server says the lease is free (renewedAt + leaseMs + maxSkewMs, pushed on the " +
-        "watch stream); the TypeScript Elector by its own observed time (leaseMs after it first saw the last revision), " +
-        "which the raw compare-and-swap lets it write. Handover: the leader stops gracefully and releases; the follower " +
+        "watch stream, or after the Retry-After of a refused acquire); the TypeScript Elector tries at its own observed " +
+        "time (leaseMs after it first saw the last revision), and the raw compare-and-swap refuses it until the same " +
+        "server rule (LeaseStillHeldError, tried again after retryMs). Handover: the leader stops gracefully and releases; the follower " +
         `learns it from the watch stream. Go candidates are processes; the TypeScript ones run in this process. ${machineLoad()} at the end.`,
       columns: [
         "elector",

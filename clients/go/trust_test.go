@@ -18,11 +18,13 @@ import (
 func TestElectorNeverSharesATermWithAnotherProcessOfItsIdentity(t *testing.T) {
 	name := uniqueName("twins")
 	h := newHistory()
-	// One config copied to two processes: the same Identity, each its own random Instance.
+	// One config copied to two processes: the same Identity, each its own random Instance. A 3 s
+	// lease, so a renewal late on a loaded machine cannot end the term within the test's 1.5 s.
 	twins := map[string]*candidate{}
 	for _, who := range []string{"first", "second"} {
 		twins[who] = start(t, leasehold.Config{
-			Client: client(t, shared.URL), Name: name, Identity: "twin", Timing: fast, ReleaseOnCancel: true,
+			Client: client(t, shared.URL), Name: name, Identity: "twin", ReleaseOnCancel: true,
+			Timing:    leasehold.Timing{LeaseDuration: 3 * time.Second},
 			Callbacks: h.callbacks(who, 0),
 		})
 	}
@@ -37,7 +39,7 @@ func TestElectorNeverSharesATermWithAnotherProcessOfItsIdentity(t *testing.T) {
 	if !errors.As(err, &p) || p.Status != 409 || p.Kind != "holder-in-use" || p.Lease == nil || p.Lease.Term != leader.term || leasehold.IsAmbiguous(err) {
 		t.Fatalf("an acquire under a held identity from another instance: %v, expected 409 holder-in-use with the record", err)
 	}
-	// For one and a half leases the other twin, which campaigns all along, never leads.
+	// For 1.5 s the other twin, which campaigns all along, never leads.
 	time.Sleep(1500 * time.Millisecond)
 	if ts := h.snapshot(); len(ts) != 1 || twins[other].e.Term() != 0 {
 		t.Fatalf("the other twin led beside the first: %s", describe(ts))
