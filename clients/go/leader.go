@@ -105,17 +105,14 @@ func (e *Elector) lead(ctx context.Context, t *tenure) error {
 
 // retryRenewal is when to send a renewal of t again after a failed one: after RetryPeriod (or
 // the server's Retry-After, when longer), but no later than halfway through what is left of the
-// window, so one more try comes before it closes.
+// window, so one more try comes before it closes; and no sooner than RetryPeriod / 4.
 func (e *Elector) retryRenewal(t *tenure, retryAfter time.Duration) time.Time {
 	e.mu.Lock()
 	until := t.until
 	e.mu.Unlock()
 	now := e.clock.Now()
-	next := now.Add(e.t.after(max(e.t.retry, retryAfter)))
-	if half := now.Add(until.Sub(now) / 2); half.Before(next) {
-		next = half
-	}
-	return next
+	wait := min(e.t.after(max(e.t.retry, retryAfter)), until.Sub(now)/2)
+	return now.Add(max(wait, e.t.retry/4))
 }
 
 // renew sends one renewal of t, bounded by the time left in its window. A success moves the

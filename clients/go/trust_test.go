@@ -123,3 +123,35 @@ func TestElectorOverTheWatchStreamBoundWaitsRetryAfter(t *testing.T) {
 		t.Errorf("a lost its term over the watch bound: %s", describe(ts))
 	}
 }
+
+// A 503 over-capacity (the server past its connection cap) did nothing: it is not ambiguous, and
+// a leader whose renewals meet it keeps its term, trying again within its window.
+func TestElectorKeepsItsTermThroughRenewalsRefusedOverCapacity(t *testing.T) {
+	name := uniqueName("over-capacity")
+	proxy := testserver.NewProxy(t, shared.URL)
+	proxy.Inject("/acquire", testserver.RefuseOverCapacity, 1)
+	_, err := client(t, proxy.URL).Acquire(context.Background(), name, leasehold.AcquireRequest{
+		Holder: "x", Instance: leasehold.NewInstance(), LeaseDuration: time.Second,
+	})
+	var p *leasehold.Problem
+	if !errors.As(err, &p) || p.Kind != "over-capacity" || p.Bound != "maxConnections" || p.RetryAfter != time.Second || leasehold.IsAmbiguous(err) {
+		t.Fatalf("503 over-capacity: %v, expected a refusal over maxConnections with Retry-After 1 s, not ambiguous", err)
+	}
+	h := newHistory()
+	// A 3 s lease: renewals every second, a window of 2.7 s; the refused renewal is tried again
+	// halfway through what is left of it (Retry-After, 1 s, is longer).
+	a := start(t, leasehold.Config{
+		Client: client(t, proxy.URL), Name: name, Identity: "a", Timing: leasehold.Timing{LeaseDuration: 3 * time.Second},
+		Callbacks: h.callbacks("a", 0),
+	})
+	h.waitFor(t, "a leading", 10*time.Second, func(ts []tenure) bool { return leading(ts) != nil })
+	proxy.Inject("/renew", testserver.RefuseOverCapacity, 1)
+	before := proxy.Seen("/renew")
+	deadline := time.Now().Add(10 * time.Second)
+	for proxy.Seen("/renew") < before+3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ts := h.snapshot(); len(ts) != 1 || !ts[0].end.IsZero() || !a.e.StillLeader() {
+		t.Fatalf("a lost its term to renewals refused over capacity: %s", describe(ts))
+	}
+}

@@ -23,6 +23,9 @@ const (
 	Refuse503
 	// Hang holds the request unanswered (not forwarded) until Heal.
 	Hang
+	// RefuseOverCapacity answers as the Node server does past its connection cap, without
+	// forwarding: 503 over-capacity, bound maxConnections, Retry-After: 1.
+	RefuseOverCapacity
 )
 
 type rule struct {
@@ -139,6 +142,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(`{"type":"urn:leasehold:problem:store-unavailable","title":"Service Unavailable","status":503,"detail":"injected by the test proxy"}`))
+	case RefuseOverCapacity:
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"urn:leasehold:problem:over-capacity","title":"Server at a bound of its capacity","status":503,"detail":"injected by the test proxy","bound":"maxConnections"}`))
 	case Hang:
 		select {
 		case <-healed:
