@@ -12,10 +12,10 @@ import type { TokenScope } from "../src/api/auth.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import type { LeaseStore, ListOptions } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
-import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import type { RunningServer } from "../src/runtime/node.js";
+import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { startApi, TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
 

@@ -231,7 +231,8 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         409: problem(
-          `\`conflict\`: held by another holder (\`lease\` is the current record for a token that may read it, \`leader: false\`); ${heldElsewhere}; \`term-exhausted\`: the lease is at term 2^53-1; \`term-rule\`: the write would break a term rule (\`rule\`)`,
+          `\`conflict\`: held by another holder (Retry-After: when the server expects it free; \`lease\` is the current record for a token that may read it, \`leader: false\`); ${heldElsewhere}; \`term-exhausted\`: the lease is at term 2^53-1; \`term-rule\`: the write would break a term rule (\`rule\`)`,
+          maybeRetryAfter,
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),

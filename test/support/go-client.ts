@@ -6,7 +6,7 @@
  * compiles the dependencies.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -28,10 +28,38 @@ export const goClientDir = join(projectRoot, "test/go-client");
 
 type ExecError = { stdout?: string; stderr?: string; message: string };
 
-async function step(what: string, file: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }) {
+export async function step(
+  what: string,
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv },
+) {
   return run(file, args, { ...options, maxBuffer: 64 * 1024 * 1024 }).catch((error: ExecError) => {
     throw new Error(`${what} failed: ${file} ${args.join(" ")}\n${error.stderr || error.stdout || error.message}`);
   });
+}
+
+/**
+ * Runs oapi-codegen on `document` (the served OpenAPI JSON) with `config` (an oapi-codegen.yaml)
+ * in a temporary folder, and returns the generated Go source.
+ */
+export async function generateGo(document: string, config: string): Promise<string> {
+  await checkGo(PURPOSE, MIN_GO_FOR_CLIENT);
+  const generator = await installGoProgram(oapiCodegen);
+  const dir = mkdtempSync(join(tmpdir(), "leasehold-oapi-codegen-"));
+  try {
+    copyFileSync(config, join(dir, "oapi-codegen.yaml"));
+    writeFileSync(join(dir, "openapi.json"), document);
+    await step(
+      "generating the Go client",
+      generator,
+      ["-config", "oapi-codegen.yaml", "-o", "client.gen.go", "openapi.json"],
+      { cwd: dir },
+    );
+    return readFileSync(join(dir, "client.gen.go"), "utf8");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -40,20 +68,13 @@ async function step(what: string, file: string, args: string[], options: { cwd?:
  * the folder to remove afterwards. `-trimpath` keeps the build cache independent of the folder.
  */
 export async function buildGoClient(document: string): Promise<{ binary: string; dir: string }> {
-  await checkGo(PURPOSE, MIN_GO_FOR_CLIENT);
-  const generator = await installGoProgram(oapiCodegen);
+  const generated = await generateGo(document, join(goClientDir, "oapi-codegen.yaml"));
   const dir = mkdtempSync(join(tmpdir(), "leasehold-go-client-"));
-  for (const file of ["go.mod", "go.sum", "main.go", "oapi-codegen.yaml"]) {
+  for (const file of ["go.mod", "go.sum", "main.go"]) {
     copyFileSync(join(goClientDir, file), join(dir, file));
   }
-  writeFileSync(join(dir, "openapi.json"), document);
   mkdirSync(join(dir, "leaseholdapi"));
-  await step(
-    "generating the Go client",
-    generator,
-    ["-config", "oapi-codegen.yaml", "-o", "leaseholdapi/client.gen.go", "openapi.json"],
-    { cwd: dir },
-  );
+  writeFileSync(join(dir, "leaseholdapi", "client.gen.go"), generated);
   const binary = join(dir, "go-client");
   await step("compiling the generated Go client", "go", ["build", "-trimpath", "-o", binary, "."], {
     cwd: dir,
