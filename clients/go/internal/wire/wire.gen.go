@@ -34,21 +34,72 @@ func (e AskedHandoffReason) Valid() bool {
 	}
 }
 
+// Defines values for GroupStatusBucketsState.
+const (
+	Free         GroupStatusBucketsState = "free"
+	Held         GroupStatusBucketsState = "held"
+	OldCount     GroupStatusBucketsState = "old-count"
+	OwnerExpired GroupStatusBucketsState = "owner-expired"
+	SessionOver  GroupStatusBucketsState = "session-over"
+)
+
+// Valid indicates whether the value is a known member of the GroupStatusBucketsState enum.
+func (e GroupStatusBucketsState) Valid() bool {
+	switch e {
+	case Free:
+		return true
+	case Held:
+		return true
+	case OldCount:
+		return true
+	case OwnerExpired:
+		return true
+	case SessionOver:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupStatusMembersState.
+const (
+	GroupStatusMembersStateExpired GroupStatusMembersState = "expired"
+	GroupStatusMembersStateFenced  GroupStatusMembersState = "fenced"
+	GroupStatusMembersStateLeft    GroupStatusMembersState = "left"
+	GroupStatusMembersStateLive    GroupStatusMembersState = "live"
+)
+
+// Valid indicates whether the value is a known member of the GroupStatusMembersState enum.
+func (e GroupStatusMembersState) Valid() bool {
+	switch e {
+	case GroupStatusMembersStateExpired:
+		return true
+	case GroupStatusMembersStateFenced:
+		return true
+	case GroupStatusMembersStateLeft:
+		return true
+	case GroupStatusMembersStateLive:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HandoffResultOutcome.
 const (
-	Kept        HandoffResultOutcome = "kept"
-	Released    HandoffResultOutcome = "released"
-	Transferred HandoffResultOutcome = "transferred"
+	HandoffResultOutcomeKept        HandoffResultOutcome = "kept"
+	HandoffResultOutcomeReleased    HandoffResultOutcome = "released"
+	HandoffResultOutcomeTransferred HandoffResultOutcome = "transferred"
 )
 
 // Valid indicates whether the value is a known member of the HandoffResultOutcome enum.
 func (e HandoffResultOutcome) Valid() bool {
 	switch e {
-	case Kept:
+	case HandoffResultOutcomeKept:
 		return true
-	case Released:
+	case HandoffResultOutcomeReleased:
 		return true
-	case Transferred:
+	case HandoffResultOutcomeTransferred:
 		return true
 	default:
 		return false
@@ -64,6 +115,66 @@ const (
 func (e HealthOk) Valid() bool {
 	switch e {
 	case True:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TermEnd0Kind.
+const (
+	TermEnd0KindReleased TermEnd0Kind = "released"
+)
+
+// Valid indicates whether the value is a known member of the TermEnd0Kind enum.
+func (e TermEnd0Kind) Valid() bool {
+	switch e {
+	case TermEnd0KindReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TermEnd1Kind.
+const (
+	TakenOver TermEnd1Kind = "taken-over"
+)
+
+// Valid indicates whether the value is a known member of the TermEnd1Kind enum.
+func (e TermEnd1Kind) Valid() bool {
+	switch e {
+	case TakenOver:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TermEnd2Kind.
+const (
+	TermEnd2KindExpired TermEnd2Kind = "expired"
+)
+
+// Valid indicates whether the value is a known member of the TermEnd2Kind enum.
+func (e TermEnd2Kind) Valid() bool {
+	switch e {
+	case TermEnd2KindExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TermEnd3Kind.
+const (
+	Unseen TermEnd3Kind = "unseen"
+)
+
+// Valid indicates whether the value is a known member of the TermEnd3Kind enum.
+func (e TermEnd3Kind) Valid() bool {
+	switch e {
+	case Unseen:
 		return true
 	default:
 		return false
@@ -125,6 +236,75 @@ type FieldError struct {
 
 	// Path The failing field, dotted ("metadata.addr"), or a header name
 	Path string `json:"path"`
+}
+
+// GroupStatus A sharded group as `leasehold status --group` reads it
+type GroupStatus struct {
+	Balanced bool `json:"balanced"`
+	Buckets  []struct {
+		Bucket int `json:"bucket"`
+
+		// Owner A member id
+		Owner *string                 `json:"owner"`
+		State GroupStatusBucketsState `json:"state"`
+
+		// Target Where the balanced assignment puts it
+		Target *string `json:"target"`
+
+		// Term The bucket's fencing term
+		Term int `json:"term"`
+	} `json:"buckets"`
+	Config struct {
+		// Buckets The bucket count N
+		Buckets int `json:"buckets"`
+
+		// Epoch +1 each time the count changes
+		Epoch int `json:"epoch"`
+
+		// Previous The count before the last change
+		Previous int `json:"previous"`
+	} `json:"config"`
+	Group   string `json:"group"`
+	Members []struct {
+		// FencedBy A member id
+		FencedBy *string `json:"fencedBy"`
+
+		// Held Buckets it holds under its current session and the current count
+		Held int `json:"held"`
+
+		// Id A member id
+		Id string `json:"id"`
+
+		// Session The session term
+		Session int                     `json:"session"`
+		State   GroupStatusMembersState `json:"state"`
+
+		// Target Buckets the balanced assignment gives it
+		Target int `json:"target"`
+
+		// Wants Buckets it asks their owners to hand over
+		Wants []int `json:"wants"`
+	} `json:"members"`
+
+	// Unowned Buckets below the count nobody holds
+	Unowned int `json:"unowned"`
+}
+
+// GroupStatusBucketsState defines model for GroupStatus.Buckets.State.
+type GroupStatusBucketsState string
+
+// GroupStatusMembersState defines model for GroupStatus.Members.State.
+type GroupStatusMembersState string
+
+// GroupWatchEvent The data of a "group" event
+type GroupWatchEvent struct {
+	Group string `json:"group"`
+
+	// Now This server's wall clock (ms): what liveness was judged against
+	Now int `json:"now"`
+
+	// Status A sharded group as `leasehold status --group` reads it
+	Status *GroupStatus `json:"status"`
 }
 
 // HandoffConfirmation The work on `bucket` at `term` has stopped (it was in `handoffs`): the server moves the bucket on with term + 1
@@ -228,6 +408,33 @@ type HeldBucket struct {
 	Term int `json:"term"`
 }
 
+// HistoryTerm One term of a lease as this server saw it
+type HistoryTerm struct {
+	// AcquiredAt When the term began (its writer's wall clock, ms)
+	AcquiredAt int `json:"acquiredAt"`
+
+	// End What ended a term: released (same term, no holder), taken-over (the next term began under another holder without a release), expired (nothing renewed it: no newer record, and the server's rule says it is free, or the same holder began the next term), unseen (terms went by unobserved)
+	End *TermEnd `json:"end"`
+
+	// Holder null: first seen already released, holder unknown
+	Holder *string `json:"holder"`
+
+	// LeaseMs The lease length of the last renewal seen
+	LeaseMs int `json:"leaseMs"`
+
+	// Metadata The record's metadata, reserved keys left out
+	Metadata map[string]string `json:"metadata"`
+
+	// RenewedAt The last renewal this server saw (the release, once released)
+	RenewedAt int `json:"renewedAt"`
+
+	// SeenAt When this server first saw the term (its own wall clock, ms)
+	SeenAt int `json:"seenAt"`
+
+	// Term The fencing token of this term
+	Term int `json:"term"`
+}
+
 // HolderTermRequest The holder, the instance that took the lease, and the term it holds
 type HolderTermRequest struct {
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
@@ -271,12 +478,42 @@ type Lease struct {
 	WriteId string `json:"writeId"`
 }
 
+// LeaseHistory The terms this server has seen of one lease, in its memory only: a restart (or another instance) starts with none. It costs the store nothing
+type LeaseHistory struct {
+	// Dropped Older terms of this lease dropped to stay within `limit`
+	Dropped int `json:"dropped"`
+
+	// FirstSeenAt When this server first saw the lease
+	FirstSeenAt *int `json:"firstSeenAt"`
+
+	// Limit Terms kept per lease (0: history is off on this server)
+	Limit int `json:"limit"`
+
+	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
+	Name string `json:"name"`
+
+	// Now This server's wall clock when it answered (ms)
+	Now int `json:"now"`
+
+	// Since When this server's change log began (the server started): nothing older is known
+	Since int `json:"since"`
+
+	// Terms Newest first
+	Terms []HistoryTerm `json:"terms"`
+}
+
 // LeaseList defines model for LeaseList.
 type LeaseList struct {
 	Leases []Lease `json:"leases"`
 
 	// Next Cursor of the next page, or null on the last
 	Next *string `json:"next"`
+}
+
+// LeaseRemoved defines model for LeaseRemoved.
+type LeaseRemoved struct {
+	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
+	Name string `json:"name"`
 }
 
 // LeaseResult defines model for LeaseResult.
@@ -286,6 +523,24 @@ type LeaseResult struct {
 
 	// Lease One lease record and its revision
 	Lease Lease `json:"lease"`
+}
+
+// LeaseSnapshot The data of a "snapshot" event: every lease under the prefix
+type LeaseSnapshot struct {
+	Leases []WatchEvent `json:"leases"`
+
+	// Limit The most leases a stream carries
+	Limit int `json:"limit"`
+
+	// MaxSkewMs The server's skew bound: a lease is free once renewedAt + leaseMs + maxSkewMs has passed
+	MaxSkewMs int `json:"maxSkewMs"`
+
+	// Now This server's wall clock (ms): what `free` was judged against
+	Now    int    `json:"now"`
+	Prefix string `json:"prefix"`
+
+	// Truncated More leases match than `limit`: only the first, in name order
+	Truncated bool `json:"truncated"`
 }
 
 // LeaveRequest All work of this session has stopped: end the session, freeing every bucket it held
@@ -355,6 +610,60 @@ type RecordWrite struct {
 	WriteId string `json:"writeId"`
 }
 
+// StreamProblem The server cannot read the store now; it keeps trying
+type StreamProblem struct {
+	Detail string `json:"detail"`
+}
+
+// TermEnd What ended a term: released (same term, no holder), taken-over (the next term began under another holder without a release), expired (nothing renewed it: no newer record, and the server's rule says it is free, or the same holder began the next term), unseen (terms went by unobserved)
+type TermEnd struct {
+	union json.RawMessage
+}
+
+// TermEnd0 defines model for TermEnd.0.
+type TermEnd0 struct {
+	// At When it was released (server wall clock, ms)
+	At   int          `json:"at"`
+	Kind TermEnd0Kind `json:"kind"`
+}
+
+// TermEnd0Kind defines model for TermEnd.0.Kind.
+type TermEnd0Kind string
+
+// TermEnd1 defines model for TermEnd.1.
+type TermEnd1 struct {
+	// At When the next term began (its acquiredAt)
+	At int `json:"at"`
+
+	// By The next term's holder
+	By   string       `json:"by"`
+	Kind TermEnd1Kind `json:"kind"`
+}
+
+// TermEnd1Kind defines model for TermEnd.1.Kind.
+type TermEnd1Kind string
+
+// TermEnd2 defines model for TermEnd.2.
+type TermEnd2 struct {
+	// At renewedAt + leaseMs of its last renewal: when it ran out
+	At   int          `json:"at"`
+	Kind TermEnd2Kind `json:"kind"`
+}
+
+// TermEnd2Kind defines model for TermEnd.2.Kind.
+type TermEnd2Kind string
+
+// TermEnd3 defines model for TermEnd.3.
+type TermEnd3 struct {
+	Kind TermEnd3Kind `json:"kind"`
+
+	// Next The next term this server saw: the ones between began and ended while it was not looking
+	Next int `json:"next"`
+}
+
+// TermEnd3Kind defines model for TermEnd.3.Kind.
+type TermEnd3Kind string
+
 // WatchEvent The JSON data of each "lease" event of a watch stream; `lease` is null when the lease never existed
 type WatchEvent struct {
 	// Free Released, never created, or expired by the server's rule
@@ -398,6 +707,12 @@ type WatchLeaseParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// WatchLeasesParams defines parameters for WatchLeases.
+type WatchLeasesParams struct {
+	// Prefix Only names starting with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+}
+
 // ConfirmHandoffJSONRequestBody defines body for ConfirmHandoff for application/json ContentType.
 type ConfirmHandoffJSONRequestBody = HandoffConfirmation
 
@@ -418,6 +733,120 @@ type ReleaseLeaseJSONRequestBody = HolderTermRequest
 
 // RenewLeaseJSONRequestBody defines body for RenewLease for application/json ContentType.
 type RenewLeaseJSONRequestBody = HolderTermRequest
+
+// AsTermEnd0 returns the union data inside the TermEnd as a TermEnd0
+func (t TermEnd) AsTermEnd0() (TermEnd0, error) {
+	var body TermEnd0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTermEnd0 overwrites any union data inside the TermEnd as the provided TermEnd0
+func (t *TermEnd) FromTermEnd0(v TermEnd0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTermEnd0 performs a merge with any union data inside the TermEnd, using the provided TermEnd0
+func (t *TermEnd) MergeTermEnd0(v TermEnd0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTermEnd1 returns the union data inside the TermEnd as a TermEnd1
+func (t TermEnd) AsTermEnd1() (TermEnd1, error) {
+	var body TermEnd1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTermEnd1 overwrites any union data inside the TermEnd as the provided TermEnd1
+func (t *TermEnd) FromTermEnd1(v TermEnd1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTermEnd1 performs a merge with any union data inside the TermEnd, using the provided TermEnd1
+func (t *TermEnd) MergeTermEnd1(v TermEnd1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTermEnd2 returns the union data inside the TermEnd as a TermEnd2
+func (t TermEnd) AsTermEnd2() (TermEnd2, error) {
+	var body TermEnd2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTermEnd2 overwrites any union data inside the TermEnd as the provided TermEnd2
+func (t *TermEnd) FromTermEnd2(v TermEnd2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTermEnd2 performs a merge with any union data inside the TermEnd, using the provided TermEnd2
+func (t *TermEnd) MergeTermEnd2(v TermEnd2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTermEnd3 returns the union data inside the TermEnd as a TermEnd3
+func (t TermEnd) AsTermEnd3() (TermEnd3, error) {
+	var body TermEnd3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTermEnd3 overwrites any union data inside the TermEnd as the provided TermEnd3
+func (t *TermEnd) FromTermEnd3(v TermEnd3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTermEnd3 performs a merge with any union data inside the TermEnd, using the provided TermEnd3
+func (t *TermEnd) MergeTermEnd3(v TermEnd3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t TermEnd) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *TermEnd) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -508,6 +937,21 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 	OpenapiDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ConsolePage The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
+	//
+	// Corresponds with GET /ui (the `ConsolePage` operationId).
+	ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConsoleStyle The console's style sheet
+	//
+	// Corresponds with GET /ui/console.css (the `ConsoleStyle` operationId).
+	ConsoleStyle(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConsoleScript The console's script
+	//
+	// Corresponds with GET /ui/console.js (the `ConsoleScript` operationId).
+	ConsoleScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ConfirmHandoffWithBody Confirm that a member's work on a bucket it was asked to give up has stopped: the bucket moves on with term + 1
 	//
 	// Takes any type of body and a specified content type.
@@ -554,6 +998,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/groups/{group}/members/{member}/leave (the `LeaveGroup` operationId).
 	LeaveGroup(ctx context.Context, group string, member string, body LeaveGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// WatchGroup Follow a sharded group's status (members, owners, targets, balance) as Server-Sent Events
+	//
+	// A "group" event with the status now, then one whenever it changes (a write, a poll, or a member's session running out); "problem" while the store cannot be read. The token needs `read` over `<group>/`; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	//
+	// Corresponds with GET /v1/groups/{group}/watch (the `WatchGroup` operationId).
+	WatchGroup(ctx context.Context, group string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLeases List leases by name prefix, in name order
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
@@ -596,6 +1047,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/leases/{name}/acquire (the `AcquireLease` operationId).
 	AcquireLease(ctx context.Context, name string, body AcquireLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// LeaseHistory The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
+	//
+	// Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
+	LeaseHistory(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReleaseLeaseWithBody Release (idempotent for the same holder and term); the term is kept
 	//
 	// Takes any type of body and a specified content type.
@@ -628,6 +1084,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/leases/{name}/watch (the `WatchLease` operationId).
 	WatchLease(ctx context.Context, name string, params *WatchLeaseParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WatchLeases Follow every lease under a prefix as Server-Sent Events
+	//
+	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	//
+	// Corresponds with GET /v1/watch (the `WatchLeases` operationId).
+	WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Health Liveness: the process serves requests (the store is not called)
@@ -665,6 +1128,51 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 func (c *Client) OpenapiDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenapiDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsolePage The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
+//
+// Corresponds with GET /ui (the `ConsolePage` operationId).
+func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsolePageRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsoleStyle The console's style sheet
+//
+// Corresponds with GET /ui/console.css (the `ConsoleStyle` operationId).
+func (c *Client) ConsoleStyle(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsoleStyleRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsoleScript The console's script
+//
+// Corresponds with GET /ui/console.js (the `ConsoleScript` operationId).
+func (c *Client) ConsoleScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsoleScriptRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -781,6 +1289,23 @@ func (c *Client) LeaveGroup(ctx context.Context, group string, member string, bo
 	return c.Client.Do(req)
 }
 
+// WatchGroup Follow a sharded group's status (members, owners, targets, balance) as Server-Sent Events
+//
+// A "group" event with the status now, then one whenever it changes (a write, a poll, or a member's session running out); "problem" while the store cannot be read. The token needs `read` over `<group>/`; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+//
+// Corresponds with GET /v1/groups/{group}/watch (the `WatchGroup` operationId).
+func (c *Client) WatchGroup(ctx context.Context, group string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchGroupRequest(c.Server, group)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListLeases List leases by name prefix, in name order
 //
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
@@ -883,6 +1408,21 @@ func (c *Client) AcquireLease(ctx context.Context, name string, body AcquireLeas
 	return c.Client.Do(req)
 }
 
+// LeaseHistory The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
+//
+// Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
+func (c *Client) LeaseHistory(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLeaseHistoryRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReleaseLeaseWithBody Release (idempotent for the same holder and term); the term is kept
 //
 // Takes any type of body and a specified content type.
@@ -966,6 +1506,23 @@ func (c *Client) WatchLease(ctx context.Context, name string, params *WatchLease
 	return c.Client.Do(req)
 }
 
+// WatchLeases Follow every lease under a prefix as Server-Sent Events
+//
+// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+//
+// Corresponds with GET /v1/watch (the `WatchLeases` operationId).
+func (c *Client) WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWatchLeasesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewHealthRequest constructs an http.Request for the Health method
 func NewHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -1030,6 +1587,87 @@ func NewOpenapiDocumentRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConsolePageRequest constructs an http.Request for the ConsolePage method
+func NewConsolePageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ui")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConsoleStyleRequest constructs an http.Request for the ConsoleStyle method
+func NewConsoleStyleRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ui/console.css")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConsoleScriptRequest constructs an http.Request for the ConsoleScript method
+func NewConsoleScriptRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ui/console.js")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1205,6 +1843,40 @@ func NewLeaveGroupRequestWithBody(server string, group string, member string, co
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWatchGroupRequest constructs an http.Request for the WatchGroup method
+func NewWatchGroupRequest(server string, group string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/watch", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -1450,6 +2122,40 @@ func NewAcquireLeaseRequestWithBody(server string, name string, contentType stri
 	return req, nil
 }
 
+// NewLeaseHistoryRequest constructs an http.Request for the LeaseHistory method
+func NewLeaseHistoryRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/%s/history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReleaseLeaseRequest calls the generic ReleaseLease builder with application/json body
 func NewReleaseLeaseRequest(server string, name string, body ReleaseLeaseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1593,6 +2299,60 @@ func NewWatchLeaseRequest(server string, name string, params *WatchLeaseParams) 
 	return req, nil
 }
 
+// NewWatchLeasesRequest constructs an http.Request for the WatchLeases method
+func NewWatchLeasesRequest(server string, params *WatchLeasesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/watch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -1658,6 +2418,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 	OpenapiDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiDocumentResponse, error)
 
+	// ConsolePageWithResponse The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ui (the `ConsolePage` operationId).
+	ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error)
+
+	// ConsoleStyleWithResponse The console's style sheet
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ui/console.css (the `ConsoleStyle` operationId).
+	ConsoleStyleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsoleStyleResponse, error)
+
+	// ConsoleScriptWithResponse The console's script
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ui/console.js (the `ConsoleScript` operationId).
+	ConsoleScriptWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsoleScriptResponse, error)
+
 	// ConfirmHandoffWithBodyWithResponse Confirm that a member's work on a bucket it was asked to give up has stopped: the bucket moves on with term + 1
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -1703,6 +2484,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/groups/{group}/members/{member}/leave (the `LeaveGroup` operationId).
 	LeaveGroupWithResponse(ctx context.Context, group string, member string, body LeaveGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*LeaveGroupResponse, error)
+
+	// WatchGroupWithResponse Follow a sharded group's status (members, owners, targets, balance) as Server-Sent Events
+	//
+	// A "group" event with the status now, then one whenever it changes (a write, a poll, or a member's session running out); "problem" while the store cannot be read. The token needs `read` over `<group>/`; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups/{group}/watch (the `WatchGroup` operationId).
+	WatchGroupWithResponse(ctx context.Context, group string, reqEditors ...RequestEditorFn) (*WatchGroupResponse, error)
 
 	// ListLeasesWithResponse List leases by name prefix, in name order
 	//
@@ -1750,6 +2540,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/leases/{name}/acquire (the `AcquireLease` operationId).
 	AcquireLeaseWithResponse(ctx context.Context, name string, body AcquireLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLeaseResponse, error)
 
+	// LeaseHistoryWithResponse The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
+	LeaseHistoryWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*LeaseHistoryResponse, error)
+
 	// ReleaseLeaseWithBodyWithResponse Release (idempotent for the same holder and term); the term is kept
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -1784,6 +2581,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/leases/{name}/watch (the `WatchLease` operationId).
 	WatchLeaseWithResponse(ctx context.Context, name string, params *WatchLeaseParams, reqEditors ...RequestEditorFn) (*WatchLeaseResponse, error)
+
+	// WatchLeasesWithResponse Follow every lease under a prefix as Server-Sent Events
+	//
+	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/watch (the `WatchLeases` operationId).
+	WatchLeasesWithResponse(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*WatchLeasesResponse, error)
 }
 
 type HealthResponse struct {
@@ -1917,6 +2723,108 @@ func (r OpenapiDocumentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r OpenapiDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConsolePageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsolePageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsolePageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsolePageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsolePageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConsoleStyleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsoleStyleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsoleStyleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsoleStyleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsoleStyleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConsoleScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsoleScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsoleScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsoleScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsoleScriptResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2278,6 +3186,110 @@ func (r LeaveGroupResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r LeaveGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WatchGroupResponse401Headers the declared response headers of an HTTP 401 response for WatchGroup
+type WatchGroupResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WatchGroupResponse429Headers the declared response headers of an HTTP 429 response for WatchGroup
+type WatchGroupResponse429Headers struct {
+	RetryAfter int
+}
+
+// WatchGroupResponse503Headers the declared response headers of an HTTP 503 response for WatchGroup
+type WatchGroupResponse503Headers struct {
+	RetryAfter int
+}
+
+type WatchGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchGroupResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchGroupResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WatchGroupResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WatchGroupResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2791,6 +3803,96 @@ func (r AcquireLeaseResponse) ContentType() string {
 	return ""
 }
 
+// LeaseHistoryResponse401Headers the declared response headers of an HTTP 401 response for LeaseHistory
+type LeaseHistoryResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// LeaseHistoryResponse503Headers the declared response headers of an HTTP 503 response for LeaseHistory
+type LeaseHistoryResponse503Headers struct {
+	RetryAfter int
+}
+
+type LeaseHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseHistory
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LeaseHistoryResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LeaseHistoryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LeaseHistoryResponse) GetJSON200() *LeaseHistory {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LeaseHistoryResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LeaseHistoryResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LeaseHistoryResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r LeaseHistoryResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LeaseHistoryResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LeaseHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LeaseHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LeaseHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LeaseHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReleaseLeaseResponse200Headers the declared response headers of an HTTP 200 response for ReleaseLease
 type ReleaseLeaseResponse200Headers struct {
 	ETag string
@@ -3138,6 +4240,110 @@ func (r WatchLeaseResponse) ContentType() string {
 	return ""
 }
 
+// WatchLeasesResponse401Headers the declared response headers of an HTTP 401 response for WatchLeases
+type WatchLeasesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WatchLeasesResponse429Headers the declared response headers of an HTTP 429 response for WatchLeases
+type WatchLeasesResponse429Headers struct {
+	RetryAfter int
+}
+
+// WatchLeasesResponse503Headers the declared response headers of an HTTP 503 response for WatchLeases
+type WatchLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
+type WatchLeasesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WatchLeasesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchLeasesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WatchLeasesResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WatchLeasesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WatchLeasesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WatchLeasesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WatchLeasesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WatchLeasesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthWithResponse Liveness: the process serves requests (the store is not called)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3175,6 +4381,45 @@ func (c *ClientWithResponses) OpenapiDocumentWithResponse(ctx context.Context, r
 		return nil, err
 	}
 	return ParseOpenapiDocumentResponse(rsp)
+}
+
+// ConsolePageWithResponse The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ui (the `ConsolePage` operationId).
+func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error) {
+	rsp, err := c.ConsolePage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsolePageResponse(rsp)
+}
+
+// ConsoleStyleWithResponse The console's style sheet
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ui/console.css (the `ConsoleStyle` operationId).
+func (c *ClientWithResponses) ConsoleStyleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsoleStyleResponse, error) {
+	rsp, err := c.ConsoleStyle(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsoleStyleResponse(rsp)
+}
+
+// ConsoleScriptWithResponse The console's script
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ui/console.js (the `ConsoleScript` operationId).
+func (c *ClientWithResponses) ConsoleScriptWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsoleScriptResponse, error) {
+	rsp, err := c.ConsoleScript(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsoleScriptResponse(rsp)
 }
 
 // ConfirmHandoffWithBodyWithResponse Confirm that a member's work on a bucket it was asked to give up has stopped: the bucket moves on with term + 1
@@ -3259,6 +4504,21 @@ func (c *ClientWithResponses) LeaveGroupWithResponse(ctx context.Context, group 
 	return ParseLeaveGroupResponse(rsp)
 }
 
+// WatchGroupWithResponse Follow a sharded group's status (members, owners, targets, balance) as Server-Sent Events
+//
+// A "group" event with the status now, then one whenever it changes (a write, a poll, or a member's session running out); "problem" while the store cannot be read. The token needs `read` over `<group>/`; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups/{group}/watch (the `WatchGroup` operationId).
+func (c *ClientWithResponses) WatchGroupWithResponse(ctx context.Context, group string, reqEditors ...RequestEditorFn) (*WatchGroupResponse, error) {
+	rsp, err := c.WatchGroup(ctx, group, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchGroupResponse(rsp)
+}
+
 // ListLeasesWithResponse List leases by name prefix, in name order
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3341,6 +4601,19 @@ func (c *ClientWithResponses) AcquireLeaseWithResponse(ctx context.Context, name
 	return ParseAcquireLeaseResponse(rsp)
 }
 
+// LeaseHistoryWithResponse The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
+func (c *ClientWithResponses) LeaseHistoryWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*LeaseHistoryResponse, error) {
+	rsp, err := c.LeaseHistory(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLeaseHistoryResponse(rsp)
+}
+
 // ReleaseLeaseWithBodyWithResponse Release (idempotent for the same holder and term); the term is kept
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3404,6 +4677,21 @@ func (c *ClientWithResponses) WatchLeaseWithResponse(ctx context.Context, name s
 		return nil, err
 	}
 	return ParseWatchLeaseResponse(rsp)
+}
+
+// WatchLeasesWithResponse Follow every lease under a prefix as Server-Sent Events
+//
+// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/watch (the `WatchLeases` operationId).
+func (c *ClientWithResponses) WatchLeasesWithResponse(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*WatchLeasesResponse, error) {
+	rsp, err := c.WatchLeases(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWatchLeasesResponse(rsp)
 }
 
 // ParseHealthResponse parses an HTTP response from a HealthWithResponse call
@@ -3499,6 +4787,54 @@ func ParseOpenapiDocumentResponse(rsp *http.Response) (*OpenapiDocumentResponse,
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseConsolePageResponse parses an HTTP response from a ConsolePageWithResponse call
+func ParseConsolePageResponse(rsp *http.Response) (*ConsolePageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsolePageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseConsoleStyleResponse parses an HTTP response from a ConsoleStyleWithResponse call
+func ParseConsoleStyleResponse(rsp *http.Response) (*ConsoleStyleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleStyleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseConsoleScriptResponse parses an HTTP response from a ConsoleScriptWithResponse call
+func ParseConsoleScriptResponse(rsp *http.Response) (*ConsoleScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
@@ -3837,6 +5173,107 @@ func ParseLeaveGroupResponse(rsp *http.Response) (*LeaveGroupResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers LeaveGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchGroupResponse parses an HTTP response from a WatchGroupWithResponse call
+func ParseWatchGroupResponse(rsp *http.Response) (*WatchGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WatchGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WatchGroupResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WatchGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -4357,6 +5794,90 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 	return response, nil
 }
 
+// ParseLeaseHistoryResponse parses an HTTP response from a LeaseHistoryWithResponse call
+func ParseLeaseHistoryResponse(rsp *http.Response) (*LeaseHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LeaseHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LeaseHistoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers LeaseHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReleaseLeaseResponse parses an HTTP response from a ReleaseLeaseWithResponse call
 func ParseReleaseLeaseResponse(rsp *http.Response) (*ReleaseLeaseResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4682,6 +6203,107 @@ func ParseWatchLeaseResponse(rsp *http.Response) (*WatchLeaseResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers WatchLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWatchLeasesResponse parses an HTTP response from a WatchLeasesWithResponse call
+func ParseWatchLeasesResponse(rsp *http.Response) (*WatchLeasesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WatchLeasesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WatchLeasesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WatchLeasesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WatchLeasesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
