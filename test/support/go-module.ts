@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startApi } from "./api-server.js";
-import { generateGo, step } from "./go-client.js";
+import { generateGo, step } from "./oapi-codegen.js";
 
 const projectRoot = resolve(import.meta.dirname, "../..");
 export const goModuleDir = join(projectRoot, "clients/go");
