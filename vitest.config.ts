@@ -24,9 +24,14 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // test/workers/ runs inside workerd under its own config (test/workers/vitest.config.ts).
     exclude: [...configDefaults.exclude, "test/workers/**"],
+    // Three files at a time whatever the core count (vitest's default is one on 2 cores): most of
+    // a file's time is spent waiting on servers, child processes and timers, not on the CPU, so
+    // three at once nearly halve the run; process tests are written to pass on busy cores.
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Real servers (dynalite, fake-gcs-server, ...) start once for the whole run: test/servers/.
-    globalSetup: ["test/servers/global-setup.ts"],
+    // The console's bundled assets first (test/support/console-assets.ts), then the servers.
+    globalSetup: ["test/support/console-assets.ts", "test/servers/global-setup.ts"],
   },
 });

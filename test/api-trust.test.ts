@@ -107,6 +107,34 @@ describe("a holder proves it is the holder (its instance)", () => {
     expect(next.body).toMatchObject({ leader: true, lease: { holder: "billing-7f9c", term: 2 } });
   });
 
+  it("a plain acquire of a lease another holder still holds is 409 conflict with Retry-After (when the server expects it free), and changes nothing", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 3) });
+    const { call, snapshot } = harness({ clock });
+    const name = uniqueName("acquire-held");
+    const a = { holder: "a", instance: "a-instance-000000000001", leaseMs: 60_000 };
+    const b = { holder: "b", instance: "b-instance-000000000001", leaseMs: 60_000 };
+    expect((await call("POST", path(name, "/acquire"), a)).body).toMatchObject({ leader: true, lease: { term: 1 } });
+    const held = await snapshot();
+    // Free once the server's clock passes renewedAt + leaseMs + maxSkewMs (500 ms): in 60.501 s.
+    for (const [advance, retryAfter] of [
+      [0, "61"],
+      [30_000, "31"],
+      [30_000, "1"],
+    ] as const) {
+      await clock.advance(advance);
+      const r = await call("POST", path(name, "/acquire"), b);
+      expect([r.status, kind(r), r.body.leader]).toEqual([409, "conflict", false]);
+      expect(r.headers.get("retry-after")).toBe(retryAfter);
+      expect(r.body.lease).toMatchObject({ holder: "a", term: 1 });
+    }
+    expect(await snapshot()).toEqual(held);
+    await clock.advance(501);
+    expect((await call("POST", path(name, "/acquire"), b)).body).toMatchObject({
+      leader: true,
+      lease: { holder: "b", term: 2 },
+    });
+  });
+
   it("the instance is never stored or shown: the record keeps its digest, and no view shows that either", async () => {
     const { api, call } = harness();
     const name = uniqueName("digest");

@@ -85,6 +85,9 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
     check: (c) => expect(c.listener?.keepAliveTimeoutMs).toBe(4000),
   },
   LEASEHOLD_MAX_CONNECTIONS: { value: "64", check: (c) => expect(c.listener?.maxConnections).toBe(64) },
+  LEASEHOLD_CONSOLE: { value: "0", check: (c) => expect(c.console.ui).toBe(false) },
+  LEASEHOLD_HISTORY_TERMS: { value: "7", check: (c) => expect(c.console.historyTerms).toBe(7) },
+  LEASEHOLD_HISTORY_LEASES: { value: "300", check: (c) => expect(c.console.historyLeases).toBe(300) },
   LEASEHOLD_TOKEN: { value: "client-token", check: (c) => expect(c.storeEnv.LEASEHOLD_TOKEN).toBe("client-token") },
   AWS_REGION: { value: "ap-south-1", check: (c) => expect(c.storeEnv.AWS_REGION).toBe("ap-south-1") },
   AWS_DEFAULT_REGION: {

@@ -275,7 +275,11 @@ describe("npm start refuses to start, naming the variable", () => {
   const entry = (env: Record<string, string>) =>
     spawnEntry([process.execPath, "--import", "tsx", join("src", "runtime", "node.ts")], env);
 
-  it("LEASEHOLD_MAX_SKEW_MS=1s npm start", async () => {
+  // `npm start` builds first (prestart: the console bundle and tsc), which takes well over 20 s on
+  // busy cores: these two tests wait as long as a build may take.
+  const BUILD_MS = 150_000;
+
+  it("LEASEHOLD_MAX_SKEW_MS=1s npm start", { timeout: BUILD_MS + 30_000 }, async () => {
     const npm = spawnEntry(["npm", "start", "--silent"], { LEASEHOLD_MAX_SKEW_MS: "1s" });
     expect(await npm.exited).toBe(1);
     expect(npm.stderr()).toContain(
@@ -319,14 +323,19 @@ describe("npm start refuses to start, naming the variable", () => {
     expect(server.stderr()).toContain("leasehold: SIGTERM: shutting down");
   });
 
-  it("SIGTERM to the npm process the README's `npm start` starts drains the server and frees its port", async () => {
+  it("SIGTERM to the npm process the README's `npm start` starts drains the server and frees its port", {
+    timeout: BUILD_MS + 30_000,
+  }, async () => {
     // What a supervisor or a container runtime does: signal the process it started, which is npm.
     const npm = spawnEntry(["npm", "start", "--silent"], {});
-    const line = await until("the start-up line", () =>
-      npm
-        .stderr()
-        .split("\n")
-        .find((l) => l.includes("API on")),
+    const line = await until(
+      "the start-up line",
+      () =>
+        npm
+          .stderr()
+          .split("\n")
+          .find((l) => l.includes("API on")),
+      BUILD_MS,
     );
     const url = /API on (http:\/\/[^;]+);/.exec(line)?.[1];
     expect((await fetch(`${url}/healthz`)).status).toBe(200);

@@ -101,6 +101,10 @@ it("wrangler dev serves the deployable bundle on DynamoDB without nodejs_compat"
     const read = await fetch(base, { headers });
     expect(await read.json()).toMatchObject({ holder: "a", term: 1, revision: "1" });
     expect((await fetch(base)).status).toBe(401);
+    // The console's script rides in the bundle (wrangler's [build] step makes the module it imports).
+    const script = await fetch(`http://127.0.0.1:${port}/ui/console.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
   } finally {
     if (child.pid !== undefined && child.exitCode === null) {
       const exited = once(child, "exit");

@@ -2,9 +2,9 @@
  * The leasehold HTTP API (docs/design.md §5): `createApp({ store, auth, clock, limits })` returns a
  * Hono app; runtimes only wire it (src/runtime/*). This file builds the services once and wires
  * the request checks (src/api/middleware.ts) and the routes by concern (src/api/routes/: leases,
- * the raw compare-and-swap, groups, watch, service routes); problem+json errors (RFC 9457),
- * bearer tokens scoped to verbs and name prefixes (src/api/auth.ts), bounds on what one caller can
- * make the server hold (src/api/limits.ts). The OpenAPI 3.1 document that is the contract is
+ * the raw compare-and-swap, groups, watch, service routes; the console's, src/api/console/);
+ * problem+json errors (RFC 9457), bearer tokens scoped to verbs and name prefixes
+ * (src/api/auth.ts), bounds on what one caller can make the server hold (src/api/limits.ts). The OpenAPI 3.1 document that is the contract is
  * declared in ./openapi.ts from the same zod schemas the routes validate with.
  * Lease names contain "/", so clients URL-encode them in paths (adapters%2Fbilling).
  */
@@ -13,6 +13,7 @@ import { type Clock, systemClock } from "../clock.js";
 import type { LeaseStore } from "../lease.js";
 import { zodIssues } from "../lease.js";
 import { type AuthConfig, Authorizer } from "./auth.js";
+import { type ConsoleOptions, registerConsole } from "./console/index.js";
 import type { Deps, Env, StreamSupport } from "./context.js";
 import { LeaseService } from "./lease-service.js";
 import { RecordQuota, WatchStreams } from "./limits.js";
@@ -37,9 +38,9 @@ export interface ApiLimits {
   bodyBytes?: number;
   /** Largest page of a listing. Default 1000. */
   listLimit?: number;
-  /** Open watch streams of this instance. Default 1000; over it 503. */
+  /** Open watch streams of this instance (the console's streams included). Default 1000; over it 503. */
   watchStreams?: number;
-  /** Open watch streams of one token (of everyone without tokens). Default 100; over it 429. */
+  /** Open watch streams of one token (of everyone without tokens), the console's included. Default 100; over it 429. */
   watchStreamsPerToken?: number;
   /** Records under one token prefix that a create may bring the count to. Default 10000; over it 429. */
   recordsPerPrefix?: number;
@@ -89,6 +90,8 @@ export interface AppOptions {
    * (src/api/log.ts). Default: none; the runtimes pass one (LEASEHOLD_LOG picks its format).
    */
   log?: ApiLogger;
+  /** The console at /ui and the change log behind it (src/api/console/, docs/console.md). */
+  console?: ConsoleOptions;
 }
 
 export type { StreamSupport } from "./context.js";
@@ -155,6 +158,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   registerCasRoute(app, deps);
   registerGroupRoutes(app, deps);
   registerWatchRoute(app, deps);
+  registerConsole(app, deps, options.console);
   registerOpsRoutes(app, deps);
 
   app.notFound(() => {

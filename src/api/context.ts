@@ -9,7 +9,7 @@ import type { Clock } from "../clock.js";
 import type { Stored } from "../lease.js";
 import { type Authorizer, type Principal, principalName, type Verb } from "./auth.js";
 import type { Caller, LeaseService } from "./lease-service.js";
-import { EVERYONE, type WatchStreams } from "./limits.js";
+import { type CallerKey, EVERYONE, type WatchStreams } from "./limits.js";
 import type { ApiMetrics } from "./metrics.js";
 import type { apiRoutes } from "./openapi.js";
 import type { ResolvedAppOptions } from "./options.js";
@@ -46,12 +46,26 @@ export function allow(deps: Deps, c: Context<Env>, verb: Verb, name: string): vo
   if (!result.ok) throw new ProblemError("forbidden", result.detail);
 }
 
+/** Who is counted for the request's bounds: its token's scope, or everyone without tokens. */
+export function callerKey(c: Context<Env>): CallerKey {
+  const principal = c.get("principal");
+  return principal.kind === "token" ? principal.scope : EVERYONE;
+}
+
+/**
+ * Counts one more stream of the request's caller (watch and the console's streams alike), or
+ * throws 429/503 naming the bound (src/api/limits.ts); returns its release.
+ */
+export function openStream(deps: Deps, c: Context<Env>): () => void {
+  return deps.watchers.open(callerKey(c));
+}
+
 /** The caller as the lease service needs it: its name for logs, its quota key and prefix. */
 export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
   const principal = c.get("principal");
   return {
     by: principalName(principal),
-    key: principal.kind === "token" ? principal.scope : EVERYONE,
+    key: callerKey(c),
     quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
   };
 }

@@ -177,7 +177,8 @@ export class LeaseService {
           writeId: newWriteId(),
         };
       }
-      if (r && !this.isFree(r, wall)) return undefined; // held by someone else
+      // Held by someone else: 409 with Retry-After, when the server expects it free (as the raw PUT).
+      if (r && !this.isFree(r, wall)) throw heldBy(name, current!, this.maxSkewMs, wall);
       return {
         name,
         holder: req.holder,

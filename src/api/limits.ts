@@ -76,12 +76,20 @@ export class WatchStreams {
 
 /**
  * New records: at most `createsPerMinute` per caller (a token bucket that refills continuously),
- * and a create may not bring the records under the caller's prefix past `recordsPerPrefix`,
- * counted by one listing bounded at that many (a create is rare next to renewals: a name is
- * created once and reused). Released records count until deleted (docs/security.md says how).
+ * and a create may not bring the records under the caller's prefix past `recordsPerPrefix`.
+ * The count comes from a listing bounded at that many, which on an object store reads every
+ * record: so it is taken at most once per `RECOUNT_MS` per prefix, this instance's creates are added
+ * to it in between, and it is taken again whenever the next create would reach the bound (so the
+ * refusal itself is always exact for this instance; other instances' creates are seen at the next
+ * count). Released records count until deleted (docs/security.md says how).
  */
 export class RecordQuota {
+  /** A prefix's count is listed again after this long (ms), or when a create would reach the bound. */
+  static readonly RECOUNT_MS = 60_000;
+  /** Prefixes whose count is remembered; the oldest is forgotten first (and listed again when needed). */
+  static readonly PREFIXES_REMEMBERED = 10_000;
   private readonly buckets = new Map<CallerKey, { tokens: number; at: number }>();
+  private readonly counts = new Map<string, { count: number; at: number }>();
 
   constructor(
     private readonly bounds: Pick<Bounds, "recordsPerPrefix" | "createsPerMinute">,
@@ -94,15 +102,26 @@ export class RecordQuota {
     this.take(caller);
     if (!this.list) return; // a store that cannot list cannot count: documented
     const limit = this.bounds.recordsPerPrefix;
-    let count = 0;
-    for await (const _ of this.list(prefix, limit)) count++;
-    if (count >= limit) {
+    const now = this.clock.now();
+    let counted = this.counts.get(prefix);
+    if (!counted || now - counted.at >= RecordQuota.RECOUNT_MS || counted.count + 1 >= limit) {
+      let count = 0;
+      for await (const _ of this.list(prefix, limit)) count++;
+      counted = { count, at: now };
+      this.counts.delete(prefix);
+      this.counts.set(prefix, counted);
+      if (this.counts.size > RecordQuota.PREFIXES_REMEMBERED) {
+        this.counts.delete(this.counts.keys().next().value as string);
+      }
+    }
+    if (counted.count >= limit) {
       throw overLimit(
         "recordsPerPrefix",
         `${prefix === "" ? "this server" : `the prefix "${prefix}"`} already holds ${limit} records, the most one token prefix may (recordsPerPrefix): delete released records nobody needs (docs/security.md)`,
         60,
       );
     }
+    counted.count++; // this create, until the next listing counts it
   }
 
   private take(caller: CallerKey): void {

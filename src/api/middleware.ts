@@ -85,6 +85,19 @@ export function scoped(deps: Deps, verb: Verb, nameOf: (c: Parameters<Middleware
 }
 
 /**
+ * A listing (or a stream of one) of the prefix `prefixOf` validates (400): 403 unless the token
+ * may read every name such a listing can return (src/api/auth.ts `authorizeListing`).
+ */
+export function listingScoped(deps: Deps, prefixOf: (c: Parameters<MiddlewareHandler<Env>>[0]) => string) {
+  const check: MiddlewareHandler<Env> = async (c, next) => {
+    const checked = deps.auth.authorizeListing(c.get("principal"), prefixOf(c));
+    if (!checked.ok) throw new ProblemError("forbidden", checked.detail);
+    await next();
+  };
+  return check;
+}
+
+/**
  * I-JSON (RFC 7493): a string with an unpaired surrogate is not Unicode text, and a store that
  * writes UTF-8 would change it. Refused wherever it is, before the fields are validated.
  */

@@ -36,14 +36,14 @@ import { PROBLEM_TYPE } from "./problems.js";
 
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
   description,
 });
 
 type HeaderObjects = Record<string, { description: string; required: boolean; schema: Record<string, unknown> }>;
 
-const problem = (description: string, headers?: HeaderObjects) => ({
+export const problem = (description: string, headers?: HeaderObjects) => ({
   content: { [PROBLEM_TYPE]: { schema: Problem } },
   description,
   ...(headers ? { headers } : {}),
@@ -178,8 +178,12 @@ const watchStream = {
   },
 };
 
-/** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
-export function apiRoutes(secured: boolean) {
+/**
+ * What every operation of a server that requires tokens (`secured`) or not shares: its security
+ * requirement (`security` for /v1, `open` for the service routes) and the answers any /v1 route
+ * may give (401/403 with tokens, 400, 500, 503), a bound's 429 and a stream's refusals.
+ */
+export function commonParts(secured: boolean) {
   const security = secured ? { security: [{ bearer: [] }] } : {};
   const open = secured ? { security: [] } : {};
   const auth = secured
@@ -202,6 +206,21 @@ export function apiRoutes(secured: boolean) {
     503: problem("Store unavailable, or a write's outcome unknown: retry after Retry-After", retryAfter),
   };
   const invalid = problem("Invalid name, body, query or header: `errors` lists each failing field");
+  // What a stream may answer instead of opening: its caller's bound, the server's, or the store.
+  const streamBounds = {
+    ...overLimit("watchStreamsPerToken"),
+    500: failures[500],
+    503: problem(
+      "Store unavailable (retry after Retry-After), or `over-capacity`: this server serves watchStreams streams already (`bound`)",
+      retryAfter,
+    ),
+  };
+  return { security, open, auth, failures, invalid, overLimit, streamBounds };
+}
+
+/** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
+export function apiRoutes(secured: boolean) {
+  const { security, open, auth, failures, invalid, overLimit, streamBounds } = commonParts(secured);
   const withBody = {
     413: problem("Request body larger than the server's limit (4096 bytes by default)"),
     415: problem("Body is not Content-Type: application/json"),
@@ -241,7 +260,8 @@ export function apiRoutes(secured: boolean) {
         400: invalid,
         ...auth,
         409: problem(
-          `\`conflict\`: held by another holder (\`lease\` is the current record for a token that may read it, \`leader: false\`); ${heldElsewhere}; \`term-exhausted\`: the lease is at term 2^53-1; \`term-rule\`: the write would break a term rule (\`rule\`)`,
+          `\`conflict\`: held by another holder (Retry-After: when the server expects it free; \`lease\` is the current record for a token that may read it, \`leader: false\`); ${heldElsewhere}; \`term-exhausted\`: the lease is at term 2^53-1; \`term-rule\`: the write would break a term rule (\`rule\`)`,
+          maybeRetryAfter,
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
@@ -379,14 +399,9 @@ export function apiRoutes(secured: boolean) {
         200: watchStream,
         400: invalid,
         ...auth,
-        ...overLimit("watchStreamsPerToken"),
-        500: failures[500],
+        ...streamBounds,
         501: problem(
           "`streaming-unavailable`: this deployment answers buffered (a Lambda function behind API Gateway's HTTP API, or its Function URL in BUFFERED mode); the detail says how to enable streams",
-        ),
-        503: problem(
-          "Store unavailable (retry after Retry-After), or `over-capacity`: this server serves watchStreams streams already (`bound`)",
-          retryAfter,
         ),
       },
     } satisfies RouteConfig,

@@ -59,7 +59,8 @@ export function expectation(bounds: Bounds): string {
   return `expected ${bounds.unit} ${bounds.min}-${bounds.max}`;
 }
 
-function bounded(bounds: Bounds) {
+/** A number option within `bounds`, refused with the words of `expectation`. */
+export function bounded(bounds: Bounds) {
   return z.unknown().superRefine((value, ctx) => {
     if (typeof value !== "number" || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
       ctx.addIssue({ code: "custom", message: `${expectation(bounds)}, got ${written(value)}` });

@@ -35,6 +35,7 @@ export class WatchHub {
   private readonly feeds = new Map<string, Feed>();
   /** Ends the poller; set while it runs (stores without push, while any lease is watched). */
   private poller: AbortController | undefined;
+  private readonly observers = new Set<(name: string, stored: Stored | null) => void>();
 
   constructor(
     /** The API's (metered) store: its push when it has one, else its reads. */
@@ -49,7 +50,13 @@ export class WatchHub {
   }
 
   publish(name: string, stored: Stored | null): void {
+    for (const o of this.observers) o(name, stored);
     for (const s of this.feeds.get(name)?.subscribers ?? []) s(stored);
+  }
+
+  /** Every record published, whatever its lease: the change log and the console's streams (src/api/console/). */
+  observe(observer: (name: string, stored: Stored | null) => void): void {
+    this.observers.add(observer);
   }
 
   subscribe(name: string, subscriber: Subscriber): () => void {

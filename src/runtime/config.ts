@@ -22,6 +22,7 @@
 
 import { z } from "zod";
 import type { ApiLimits } from "../api/app.js";
+import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../api/console/options.js";
 import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
@@ -126,6 +127,10 @@ export const serverFields = {
   LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
   LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
   LEASEHOLD_LOG: envChoice(["text", "json"]),
+  // The console (src/api/console/, docs/console.md): the page at /ui and the change log behind it.
+  LEASEHOLD_CONSOLE: envChoice(["1", "0"], " (0 turns the console at /ui off)"),
+  LEASEHOLD_HISTORY_TERMS: envWholeNumber(CONSOLE_BOUNDS.historyTerms),
+  LEASEHOLD_HISTORY_LEASES: envWholeNumber(CONSOLE_BOUNDS.historyLeases),
   ...boundFields,
   /** Defaults the store URL takes from the environment (see openStore). */
   LEASEHOLD_TOKEN: envText,
@@ -167,6 +172,10 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
   },
   LEASEHOLD_WATCH_STREAMS: { lambda: ONE_REQUEST_PER_INSTANCE },
   LEASEHOLD_WATCH_STREAMS_PER_TOKEN: { lambda: ONE_REQUEST_PER_INSTANCE },
+  LEASEHOLD_CONSOLE: {
+    lambda:
+      "every console view holds watch streams, and each stream holds a Lambda instance for up to 15 minutes of billed duration: serve the console from a Node or Workers deployment of the same store",
+  },
   ...Object.fromEntries(Object.values(LISTENER_VARIABLES).map((name) => [name, NO_NODE_LISTENER])),
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
@@ -211,6 +220,8 @@ export interface ServerConfig {
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
   app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; limits: ApiLimits };
+  /** LEASEHOLD_CONSOLE and LEASEHOLD_HISTORY_*: createApp's `console` (off on Lambda: see NOT_READ_BY). */
+  console: ResolvedConsoleOptions;
   /** `npm start` and `leasehold serve`: the Node listener's bounds. */
   listener?: ListenerLimits;
   /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
@@ -352,6 +363,11 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     heartbeatMs: v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default,
     limits,
   };
+  const consoleOptions: ResolvedConsoleOptions = {
+    ui: entry !== "lambda" && v.LEASEHOLD_CONSOLE !== "0",
+    historyTerms: v.LEASEHOLD_HISTORY_TERMS ?? CONSOLE_BOUNDS.historyTerms.default,
+    historyLeases: v.LEASEHOLD_HISTORY_LEASES ?? CONSOLE_BOUNDS.historyLeases.default,
+  };
   const listener = listen
     ? (Object.fromEntries(
         (Object.keys(LISTENER_BOUNDS) as Array<keyof ListenerLimits>).map((n) => [
@@ -367,6 +383,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     store,
     auth: auth.auth,
     app,
+    console: consoleOptions,
     logFormat: v.LEASEHOLD_LOG ?? "text",
     storeEnv,
     ...(awsCredentials ? { awsCredentials } : {}),

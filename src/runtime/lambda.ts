@@ -84,6 +84,7 @@ async function lambdaApp(
     auth: authConfig(config.auth),
     ...config.app,
     streams,
+    console: config.console,
     log: logger,
     ...(options.clock ? { clock: options.clock } : {}),
   });

@@ -12,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
+import type { ConsoleOptions } from "../api/console/options.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
@@ -46,6 +47,8 @@ export interface ServeOptions {
   limits?: ApiLimits;
   /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (config.ts). */
   listener?: Partial<ListenerLimits>;
+  /** The console at /ui and its change log (createApp's `console`). */
+  console?: ConsoleOptions;
 }
 
 export interface RunningServer {
@@ -78,6 +81,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
     ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
+    ...(options.console === undefined ? {} : { console: options.console }),
   });
   const bounds = { ...defaultListener(), ...options.listener };
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
@@ -237,6 +241,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         port: config.listen.port,
         ...config.app,
         ...(config.listener ? { listener: config.listener } : {}),
+        console: config.console,
         log: logger,
         ...(options.clock ? { clock: options.clock } : {}),
       },

@@ -12,6 +12,7 @@
  *   LEASEHOLD_INSECURE_NO_AUTH  "1" turns auth off (refused together with tokens). A Worker is public:
  *                               without either, every request is refused (500).
  *   LEASEHOLD_MAX_SKEW_MS, LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS  createApp's options.
+ *   LEASEHOLD_CONSOLE, LEASEHOLD_HISTORY_TERMS, LEASEHOLD_HISTORY_LEASES  the console at /ui (docs/console.md).
  * PORT, HOST, LEASEHOLD_DB and LEASEHOLD_TOKEN are refused here, with the reason. A configuration
  * error is answered to every request as problem+json (and logged), never by serving insecurely.
  */
@@ -33,6 +34,9 @@ export interface WorkerEnv {
   LEASEHOLD_MAX_SKEW_MS?: string;
   LEASEHOLD_WATCH_POLL_MS?: string;
   LEASEHOLD_HEARTBEAT_MS?: string;
+  LEASEHOLD_CONSOLE?: string;
+  LEASEHOLD_HISTORY_TERMS?: string;
+  LEASEHOLD_HISTORY_LEASES?: string;
   AWS_ACCESS_KEY_ID?: string;
   AWS_SECRET_ACCESS_KEY?: string;
   AWS_SESSION_TOKEN?: string;
@@ -62,7 +66,13 @@ async function buildHandler(env: WorkerEnv): Promise<Handler> {
     const config = readServerConfig(env as Record<string, unknown>, "worker");
     const log = createLogger(config.logFormat, byLevel);
     for (const warning of config.warnings) log.info(`warning: ${warning}`);
-    const app = createApp({ store: await storeOf(config, env), auth: authConfig(config.auth), ...config.app, log });
+    const app = createApp({
+      store: await storeOf(config, env),
+      auth: authConfig(config.auth),
+      ...config.app,
+      console: config.console,
+      log,
+    });
     log.info(startupLine(config, "Cloudflare Workers"));
     return (request) => app.fetch(request);
   } catch (error) {

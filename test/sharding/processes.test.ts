@@ -18,15 +18,24 @@
  * and how many lines each victim writes first. Nothing waits on a timer: every step waits for the
  * processes' own output, within the documented bound.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { Election, SafeWindow } from "../chaos/checker.js";
 import { Prng } from "../chaos/prng.js";
-import { type BucketTrace, checkShardedTrace } from "../chaos/sharded-checker.js";
-import { repo } from "../support/cli-processes.js";
+import { checkShardedTrace } from "../chaos/sharded-checker.js";
+import {
+  Cluster,
+  ms,
+  ns,
+  readWork,
+  shardBalanceBoundMs,
+  shardWorkerCommand,
+  startServeProcess,
+  termsGoBackwards,
+  traceOf,
+  type WorkLine,
+} from "../support/process-cluster.js";
 
 const BUCKETS = 16;
 const MEMBERS = 4;
@@ -37,278 +46,11 @@ const SEED = Number(process.env.SHARD_PROCESS_SEED ?? 5);
 /** Forming the group from four cold processes (tsx start-up on loaded cores): not a documented bound. */
 const FORMING_MS = 60_000;
 
-/**
- * docs/sharding.md, "Over HTTP" and "Testing": after a crash, a pause past the lease or a (re)join,
- * the live members are balanced within 3 leases (waiting out the old session, the settle period,
- * the skew bound) plus two polls per hand-off batch and two more, for a joiner's ceil(N / M).
- */
-function balanceBoundMs(members: number): number {
-  const batches = Math.ceil(Math.ceil(BUCKETS / members) / Math.ceil(BUCKETS / 8));
-  return 3 * LEASE_MS + (batches + 2) * 2 * (LEASE_MS / 3);
-}
+/** docs/sharding.md's bound on balancing 16 buckets over `members` with this test's lease. */
+const balanceBoundMs = (members: number) => shardBalanceBoundMs(BUCKETS, members, LEASE_MS);
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-shard-procs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const worker = join(repo, "test", "support", "shard-worker.ts");
-const ns = () => process.hrtime.bigint();
-const ms = (nanos: bigint) => Number(nanos) / 1e6;
-
-interface Incarnation {
-  /** member id + start number: a restarted member is a new process, with a log of its own. */
-  name: string;
-  member: string;
-  child: ChildProcess;
-  log: string;
-  held: { buckets: number[]; at: bigint };
-  paused: boolean;
-  dead: boolean;
-  exited: Promise<void>;
-}
-
-interface Balance {
-  /** hrtime of the held-change that completed the balance. */
-  at: bigint;
-  loads: number[];
-}
-
-/** The processes of one run, their output, and waits on it. */
-class Cluster {
-  readonly incarnations: Incarnation[] = [];
-  /** Workers that ended without being killed (none expected). */
-  readonly crashes: string[] = [];
-  private readonly waiters = new Set<() => void>();
-  private starts = 0;
-
-  constructor(
-    private readonly dir: string,
-    private readonly mode: "sqlite" | "http",
-    private readonly target: string,
-  ) {}
-
-  start(member: string): Incarnation {
-    const name = `${member}.${this.starts++}`;
-    const log = join(this.dir, `${name}.log`);
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        worker,
-        this.mode,
-        this.target,
-        "procs/group",
-        member,
-        log,
-        String(LEASE_MS),
-        String(BUCKETS),
-      ],
-      { cwd: repo, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    const inc: Incarnation = {
-      name,
-      member,
-      child,
-      log,
-      held: { buckets: [], at: 0n },
-      paused: false,
-      dead: false,
-      exited: new Promise((resolve) => child.once("exit", () => resolve())),
-    };
-    let pending = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      pending += chunk.toString();
-      let newline = pending.indexOf("\n");
-      while (newline >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        const { held, at } = JSON.parse(line) as { held: number[]; at: string };
-        inc.held = { buckets: held, at: BigInt(at) };
-        newline = pending.indexOf("\n");
-      }
-      this.notify();
-    });
-    let stderr = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4000);
-    });
-    void inc.exited.then(() => {
-      if (!inc.dead) this.crashes.push(`${name} exited by itself: ${stderr}`);
-    });
-    this.incarnations.push(inc);
-    return inc;
-  }
-
-  live(): Incarnation[] {
-    return this.incarnations.filter((i) => !i.dead && !i.paused);
-  }
-
-  /** Every bucket held by exactly one live member, loads floor/ceil of N / M. */
-  balanced(): Balance | undefined {
-    const live = this.live();
-    const owner = new Map<number, string>();
-    for (const inc of live) {
-      for (const b of inc.held.buckets) {
-        if (owner.has(b)) return undefined;
-        owner.set(b, inc.name);
-      }
-    }
-    if (owner.size !== BUCKETS) return undefined;
-    const loads = live.map((i) => i.held.buckets.length);
-    const floor = Math.floor(BUCKETS / live.length);
-    if (loads.some((l) => l < floor || l > Math.ceil(BUCKETS / live.length))) return undefined;
-    let at = 0n;
-    for (const inc of live) if (inc.held.at > at) at = inc.held.at;
-    return { at, loads };
-  }
-
-  /** Resolves with `check`'s first value, re-evaluated on every line the processes print (and on `poll`). */
-  waitFor<T>(what: string, check: () => T | undefined, timeoutMs: number, pollMs?: number): Promise<T> {
-    return new Promise((resolve, reject) => {
-      let poll: NodeJS.Timeout | undefined;
-      const done = (finish: () => void) => {
-        this.waiters.delete(waiter);
-        clearTimeout(timer);
-        clearInterval(poll);
-        finish();
-      };
-      const waiter = () => {
-        const value = check();
-        if (value !== undefined) done(() => resolve(value));
-      };
-      const timer = setTimeout(
-        () =>
-          done(() =>
-            reject(
-              new Error(
-                `not ${what} within ${timeoutMs} ms: ${this.incarnations.map((i) => `${i.name}${i.dead ? " (dead)" : i.paused ? " (paused)" : ""}=[${i.held.buckets}]`).join(" ")}`,
-              ),
-            ),
-          ),
-        timeoutMs,
-      );
-      if (pollMs) poll = setInterval(waiter, pollMs);
-      this.waiters.add(waiter);
-      waiter();
-    });
-  }
-
-  /** Once `inc` has written `lines` more lines of work than now (about 36 bytes each). */
-  async linesWritten(inc: Incarnation, lines: number): Promise<void> {
-    const size = () => (existsSync(inc.log) ? statSync(inc.log).size : 0);
-    const target = size() + lines * 36;
-    await this.waitFor(`${inc.name} writing ${lines} lines`, () => (size() >= target ? true : undefined), 30_000, 20);
-  }
-
-  async kill(inc: Incarnation): Promise<bigint> {
-    inc.dead = true;
-    const at = ns();
-    inc.child.kill("SIGKILL");
-    await inc.exited;
-    return at;
-  }
-
-  /** Every process this run started, by pid: woken, killed, reaped. */
-  async close(): Promise<void> {
-    for (const inc of this.incarnations) {
-      inc.dead = true;
-      if (inc.child.exitCode === null && inc.child.signalCode === null) {
-        inc.child.kill("SIGCONT");
-        inc.child.kill("SIGKILL");
-      }
-    }
-    await Promise.all(this.incarnations.map((i) => i.exited));
-  }
-
-  private notify(): void {
-    for (const waiter of [...this.waiters]) waiter();
-  }
-}
-
-interface WorkLine {
-  at: bigint;
-  bucket: number;
-  term: number;
-  incarnation: string;
-  member: string;
-}
-
-function readWork(incarnations: Incarnation[]): WorkLine[] {
-  return incarnations.flatMap((inc) =>
-    existsSync(inc.log)
-      ? readFileSync(inc.log, "utf8")
-          .split("\n")
-          // A SIGKILL can cut the last line short.
-          .filter((l) => /^\d+ \d+ \d+ \S+ \d+$/.test(l))
-          .map((l) => {
-            const [at, bucket, term, member] = l.split(" ");
-            return {
-              at: BigInt(at!),
-              bucket: Number(bucket),
-              term: Number(term),
-              incarnation: inc.name,
-              member: member!,
-            };
-          })
-      : [],
-  );
-}
-
-/** No line of a bucket's term T after (on the one clock) a line of a higher term of that bucket. */
-function termsGoBackwards(lines: WorkLine[]): string[] {
-  const out: string[] = [];
-  const highest = new Map<number, WorkLine>();
-  for (const line of [...lines].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))) {
-    const top = highest.get(line.bucket);
-    if (top && line.term < top.term) {
-      out.push(
-        `bucket ${line.bucket}: ${line.incarnation} wrote term ${line.term} ${ms(line.at - top.at).toFixed(3)} ms after ${top.incarnation}'s term ${top.term}`,
-      );
-    } else if (!top || line.term > top.term) highest.set(line.bucket, line);
-  }
-  return out;
-}
-
-/**
- * The logs as the chaos checker's trace: per bucket, a window per process and term from its first
- * line to its last, an election at each window's first line, and the member each term's lines name.
- */
-function traceOf(lines: WorkLine[]): Map<number, BucketTrace> {
-  const windows = new Map<string, SafeWindow & { bucket: number; member: string }>();
-  for (const l of lines) {
-    const key = `${l.incarnation}/${l.bucket}/${l.term}`;
-    const at = ms(l.at);
-    const w = windows.get(key);
-    if (!w) {
-      windows.set(key, {
-        candidate: l.incarnation,
-        term: l.term,
-        start: at,
-        end: at + 1e-6,
-        bucket: l.bucket,
-        member: l.member,
-      });
-    } else {
-      w.start = Math.min(w.start, at);
-      w.end = Math.max(w.end, at + 1e-6);
-    }
-  }
-  const trace = new Map<number, BucketTrace>();
-  for (const w of windows.values()) {
-    let t = trace.get(w.bucket);
-    if (!t) {
-      t = { elections: [], windows: [], storeWrites: [], fenced: [] };
-      trace.set(w.bucket, t);
-    }
-    t.windows.push({ candidate: w.candidate, term: w.term, start: w.start, end: w.end });
-    t.elections.push({ candidate: w.candidate, identity: w.member, term: w.term, at: w.start } satisfies Election);
-    // What the processes' lines say each term was given to (the logs are all this test has): a
-    // term claimed for two member ids shows up as "applied for two holders".
-    t.storeWrites.push({ holder: w.member, term: w.term });
-  }
-  for (const t of trace.values()) t.elections.sort((a, b) => a.at - b.at);
-  return trace;
-}
 
 type Fault = "kill" | "kill-restart" | "pause";
 
@@ -427,7 +169,11 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
 
   it("library members on one SQLite file", async ({ onTestFinished }) => {
     const dir = mkdtempSync(join(root, "sqlite-"));
-    const cluster = new Cluster(dir, "sqlite", join(dir, "group.db"));
+    const cluster = new Cluster(
+      dir,
+      BUCKETS,
+      shardWorkerCommand("sqlite", join(dir, "group.db"), "procs/group", LEASE_MS, BUCKETS),
+    );
     onTestFinished(() => cluster.close());
     for (let i = 0; i < MEMBERS; i++) cluster.start(`m${i}`);
     const measured = await runFaults(cluster, new Prng(SEED));
@@ -437,35 +183,10 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
 
   it("remote members of the HTTP API (the Node server in its own process)", async ({ onTestFinished }) => {
     const dir = mkdtempSync(join(root, "http-"));
-    const server = spawn(
-      process.execPath,
-      [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", `sqlite:${join(dir, "api.db")}`, "--json"],
-      {
-        cwd: repo,
-        env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(MAX_SKEW_MS) },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    // Read what it logs (a line per holder change), so a full pipe never blocks it.
-    let serverLog = "";
-    server.stderr?.on("data", (chunk: Buffer) => {
-      serverLog = (serverLog + chunk.toString()).slice(-4000);
-    });
-    const serverExited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
-    onTestFinished(async () => {
-      server.kill("SIGKILL");
-      await serverExited;
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      server.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const line = out.split("\n")[0];
-        if (out.includes("\n") && line) resolve((JSON.parse(line) as { url: string }).url);
-      });
-      void serverExited.then(() => reject(new Error(`the API server exited before it listened: ${serverLog}`)));
-    });
-    const cluster = new Cluster(dir, "http", url);
+    const server = await startServeProcess(join(dir, "api.db"), MAX_SKEW_MS);
+    onTestFinished(() => server.stop());
+    const url = server.url;
+    const cluster = new Cluster(dir, BUCKETS, shardWorkerCommand("http", url, "procs/group", LEASE_MS, BUCKETS));
     onTestFinished(() => cluster.close());
     for (let i = 0; i < MEMBERS; i++) cluster.start(`m${i}`);
     const measured = await runFaults(cluster, new Prng(SEED + 1));

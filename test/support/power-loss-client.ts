@@ -24,11 +24,14 @@ interface LeaseResult {
   lease: { term: number; revision: string };
 }
 
+/** This process's instance: the API renews and re-acquires only for the instance that acquired. */
+const instance = crypto.randomUUID();
+
 async function call(verb: "acquire" | "renew", body: Record<string, unknown>): Promise<LeaseResult | undefined> {
   const response = await fetch(`${target}/v1/leases/${encodeURIComponent(name)}/${verb}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ holder: who, ...body }),
+    body: JSON.stringify({ holder: who, instance, ...body }),
   });
   const result = (await response.json()) as LeaseResult;
   if (response.status === 200 || response.status === 201) {

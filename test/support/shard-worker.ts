@@ -7,6 +7,7 @@
  * - `http`: a remote member of the API's sharding routes, written as an adapter in another language
  *   would be (docs/sharding.md, "Over HTTP"): it notes its monotonic clock before each heartbeat,
  *   works on `held` until `sentAt + leaseMs - safetyMs`, stops a bucket asked for and confirms it.
+ *   Its bearer token, if the API needs one, is `LEASEHOLD_TOKEN` (a member-scoped token will do).
  *
  * Every WORK_MS, for each bucket it works on, it takes `process.hrtime.bigint()` (CLOCK_MONOTONIC,
  * one clock for every process on the machine), then checks that it still holds the bucket at that
@@ -104,7 +105,8 @@ async function remote(baseUrl: string): Promise<void> {
   const safetyMs = Math.floor(leaseMs / 10);
   const renewMs = Math.floor(leaseMs / 3);
   const retryMs = Math.floor(leaseMs / 7.5);
-  const client = new LeaseholdClient({ baseUrl, retries: 0, timeoutMs: renewMs });
+  const token = process.env.LEASEHOLD_TOKEN;
+  const client = new LeaseholdClient({ baseUrl, retries: 0, timeoutMs: renewMs, ...(token ? { token } : {}) });
   const instance = crypto.randomUUID();
   /** Per bucket, the highest term whose work this process stopped: never started again. */
   const ended = new Map<number, number>();

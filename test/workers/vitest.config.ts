@@ -35,7 +35,7 @@ export default defineConfig({
     include: ["**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    globalSetup: ["./global-setup.ts"],
+    globalSetup: ["../support/console-assets.ts", "./global-setup.ts"],
     // One Durable Object namespace serves every file, and a test resets all objects
     // (abortAllDurableObjects): files run one after another so a reset never hits another file.
     fileParallelism: false,

@@ -3,17 +3,19 @@
  * server's clock and the holding rules of src/api/lease-service.ts, and the reads, get and list.
  * A bucket of a sharded group is shown with its owner's session's expiry. Runtime-neutral.
  */
-import type { Context, Next } from "hono";
+import type { Context } from "hono";
 import { validateName, validatePrefix } from "../../lease.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import type { LeaseOutcome } from "../lease-service.js";
-import { scoped, wellFormed } from "../middleware.js";
+import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 
 export const leaseName = (c: Context) => validateName(c.req.param("name"));
+/** The `prefix` query of a listing (or of a stream of one), validated. */
+export const queryPrefix = (c: Context) => validatePrefix(c.req.query("prefix") ?? "");
 
 export function registerLeaseRoutes(app: Api, deps: Deps): void {
-  const { routes, service, auth } = deps;
+  const { routes, service } = deps;
   const write = [scoped(deps, "write", leaseName), wellFormed];
   const result = async (c: Context<Env>, outcome: LeaseOutcome) =>
     c.json({ leader: outcome.leader, lease: await service.view(outcome.stored) }, 200, {
@@ -42,12 +44,7 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     return c.json(await service.view(stored), 200, { ETag: etagOf(stored) });
   });
 
-  const listingScope = async (c: Context<Env>, next: Next) => {
-    const checked = auth.authorizeListing(c.get("principal"), validatePrefix(c.req.query("prefix") ?? ""));
-    if (!checked.ok) throw new ProblemError("forbidden", checked.detail);
-    await next();
-  };
-  app.openapi({ ...routes.list, middleware: [listingScope] }, async (c) => {
+  app.openapi({ ...routes.list, middleware: [listingScoped(deps, queryPrefix)] }, async (c) => {
     const query = c.req.valid("query");
     const limit = Math.min(query.limit ?? 100, deps.options.listLimit);
     const found = [];

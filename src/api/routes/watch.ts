@@ -15,9 +15,8 @@ import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Stored } from "../../lease.js";
 import { memberName } from "../../sharding/layout.js";
-import type { Api, Deps, Env } from "../context.js";
+import { type Api, type Deps, type Env, openStream } from "../context.js";
 import { groupShape } from "../group-records.js";
-import { EVERYONE } from "../limits.js";
 import { scoped } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 import { leaseName } from "./leases.js";
@@ -30,7 +29,7 @@ interface Followed {
 }
 
 export function registerWatchRoute(app: Api, deps: Deps): void {
-  const { routes, service, hub, watchers, metrics, clock, options, streams } = deps;
+  const { routes, service, hub, metrics, clock, options, streams } = deps;
   app.openAPIRegistry.registerPath(routes.watch);
   app.get("/v1/leases/:name/watch", scoped(deps, "read", leaseName), async (c: Context<Env>) => {
     const name = leaseName(c);
@@ -40,8 +39,7 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
       await service.get(name);
       return c.body(null, 200, { "Content-Type": "text/event-stream" });
     }
-    const principal = c.get("principal");
-    const close = watchers.open(principal.kind === "token" ? principal.scope : EVERYONE);
+    const close = openStream(deps, c);
     let first: Stored | null;
     try {
       first = await service.get(name);

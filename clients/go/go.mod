@@ -1,4 +1,4 @@
-module leasehold.test/go-client
+module github.com/leasehold-dev/leasehold/clients/go
 
 go 1.26.0
 
