@@ -221,6 +221,12 @@ func (e *Elector) follow(ctx context.Context) {
 			_ = w.Close()
 			e.setWatchLive(false)
 		} else if ctx.Err() == nil {
+			if p := asProblem(err); p != nil && p.Kind == "streaming-unavailable" {
+				// A deployment that answers buffered (a Lambda function behind API Gateway)
+				// never streams: campaign on reads alone (RetryPeriod) for the rest of Run.
+				e.log.Info("the server cannot stream; following the lease by reads", "detail", p.Detail)
+				return
+			}
 			e.log.Warn("watch failed", "error", err)
 			if p := overBound(err); p != nil {
 				// Over the server's watch bounds: poll meanwhile (RetryPeriod), reopen after Retry-After.

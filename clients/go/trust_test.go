@@ -124,6 +124,33 @@ func TestElectorOverTheWatchStreamBoundWaitsRetryAfter(t *testing.T) {
 	}
 }
 
+func TestElectorOnADeploymentThatCannotStreamFollowsByReads(t *testing.T) {
+	name := uniqueName("buffered")
+	h := newHistory()
+	a := start(t, leasehold.Config{
+		Client: client(t, shared.URL), Name: name, Identity: "a", Timing: fast, ReleaseOnCancel: true,
+		Callbacks: h.callbacks("a", 0),
+	})
+	h.waitFor(t, "a leading", 10*time.Second, func(ts []tenure) bool { return leading(ts) != nil })
+	proxy := testserver.NewProxy(t, shared.URL)
+	proxy.Inject("/watch", testserver.StreamingUnavailable, -1)
+	start(t, leasehold.Config{Client: client(t, proxy.URL), Name: name, Identity: "b", Timing: fast, Callbacks: h.callbacks("b", 0)})
+	time.Sleep(1500 * time.Millisecond)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	ts := h.waitFor(t, "b leading after a's release, seen by reads", 10*time.Second, func(ts []tenure) bool {
+		l := leading(ts)
+		return l != nil && l.who == "b"
+	})
+	if ts[0].who != "a" || ts[0].term != 1 || ts[1].term != 2 {
+		t.Fatalf("expected a term 1 then b term 2, got %s", describe(ts))
+	}
+	if opened := proxy.Seen("/watch"); opened != 1 {
+		t.Errorf("b asked for a stream %d times of a server that answered 501 streaming-unavailable; expected once", opened)
+	}
+}
+
 // A 503 over-capacity (the server past its connection cap) did nothing: it is not ambiguous, and
 // a leader whose renewals meet it keeps its term, trying again within its window.
 func TestElectorKeepsItsTermThroughRenewalsRefusedOverCapacity(t *testing.T) {

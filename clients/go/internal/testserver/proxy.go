@@ -26,6 +26,9 @@ const (
 	// RefuseOverCapacity answers as the Node server does past its connection cap, without
 	// forwarding: 503 over-capacity, bound maxConnections, Retry-After: 1.
 	RefuseOverCapacity
+	// StreamingUnavailable answers as a buffered deployment (a Lambda function behind API
+	// Gateway) answers a watch: 501 streaming-unavailable, without forwarding.
+	StreamingUnavailable
 )
 
 type rule struct {
@@ -147,6 +150,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(`{"type":"urn:leasehold:problem:over-capacity","title":"Server at a bound of its capacity","status":503,"detail":"injected by the test proxy","bound":"maxConnections"}`))
+	case StreamingUnavailable:
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = w.Write([]byte(`{"type":"urn:leasehold:problem:streaming-unavailable","title":"Streaming unavailable","status":501,"detail":"injected by the test proxy"}`))
 	case Hang:
 		select {
 		case <-healed:
