@@ -5,7 +5,7 @@
  * Runtime-neutral.
  */
 import { Elector, type ElectorOptions } from "../elector.js";
-import { isStoreContractError, LeadershipLostError } from "../errors.js";
+import { isLeadershipLostError, isStoreContractError, LeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
 import { validateCallbackArguments } from "./options.js";
 
@@ -43,8 +43,9 @@ export async function runAsLeader<T>(
   fn: (context: LeaderContext) => Promise<T> | T,
 ): Promise<T | undefined> {
   validateCallbackArguments("runAsLeader", options, fn);
-  const elector = new Elector(options);
-  options.onElector?.(elector);
+  const { signal: outer, onElector, ...electorOptions } = options;
+  const elector = new Elector(electorOptions);
+  onElector?.(elector);
   return new Promise<T | undefined>((resolve, reject) => {
     let previous: Promise<unknown> = Promise.resolve();
     let settled = false;
@@ -56,7 +57,7 @@ export async function runAsLeader<T>(
     elector.on("elected", ({ term, record, signal, stillLeader }) => {
       const assertLeader = () => {
         if (!stillLeader()) {
-          throw signal.reason instanceof LeadershipLostError ? signal.reason : new LeadershipLostError(term, "expired");
+          throw isLeadershipLostError(signal.reason) ? signal.reason : new LeadershipLostError(term, "expired");
         }
       };
       // The previous term's fn must have returned before the next starts: no overlap with ourselves.
@@ -76,7 +77,6 @@ export async function runAsLeader<T>(
     elector.on("error", ({ error }) => {
       if (isStoreContractError(error)) finish(() => reject(error));
     });
-    const outer = options.signal;
     if (outer?.aborted) return finish(() => resolve(undefined));
     outer?.addEventListener("abort", () => finish(() => resolve(undefined)), { once: true });
     elector.start();

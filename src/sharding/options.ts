@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import {
+  callbackOnlyIssues,
   ms,
   type ResolvedTiming,
   resolveTiming,
@@ -49,6 +50,8 @@ export interface ResolvedShardedOptions extends ResolvedTiming {
 }
 
 export function resolveShardedOptions(options: unknown): ResolvedShardedOptions {
+  const misplaced = callbackOnlyIssues(options, "runSharded", "ShardedElector");
+  if (misplaced.length > 0) throw new LeaseValidationError("sharded elector options", misplaced);
   const parsed = fieldsSchema.safeParse(options);
   if (!parsed.success) throw new LeaseValidationError("sharded elector options", zodIssues(parsed.error));
   const o = parsed.data;

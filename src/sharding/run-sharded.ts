@@ -49,8 +49,9 @@ export async function runSharded(
   fn: (context: BucketContext) => Promise<void> | void,
 ): Promise<void> {
   validateRunShardedArguments(options, fn);
-  const elector = new ShardedElector(options);
-  options.onElector?.(elector);
+  const { signal: outer, onElector, ...electorOptions } = options;
+  const elector = new ShardedElector(electorOptions);
+  onElector?.(elector);
   return new Promise<void>((resolve, reject) => {
     const previous = new Map<number, Promise<unknown>>();
     let settled = false;
@@ -77,7 +78,6 @@ export async function runSharded(
       previous.set(bucket, run);
       elector.trackWork(bucket, term, run);
     });
-    const outer = options.signal;
     if (outer?.aborted) {
       settled = true;
       return resolve();
