@@ -39,6 +39,8 @@ describeStoreContract("http", {
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
 });
+// No sharded contract here: the API writes a group's records only through its group routes (a
+// remote member heartbeats: test/sharding/api.test.ts), never through the raw lease routes.
 describeElectorContract("http", create, {
   stampsRenewedAt: stamps,
   refusesTakeoverWhileHeld: "the API gives a lease to another holder only once its own clock says it expired",

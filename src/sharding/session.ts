@@ -19,33 +19,16 @@
  *
  * Runtime-neutral.
  */
-import type { Clock } from "../clock.js";
 import type { Listener } from "../elector/events.js";
 import { Emitter } from "../elector/events.js";
-import { type HolderLossReason, LeaseHolder } from "../elector/holder.js";
-import type { Lane } from "../elector/lane.js";
-import type { LeaseRecord, LeaseStore } from "../lease.js";
+import { type HolderLossReason, type HolderSettings, LeaseHolder } from "../elector/holder.js";
+import type { LeaseRecord } from "../lease.js";
 
-export interface SessionSettings {
-  store: LeaseStore;
-  /** The member record's name. */
-  name: string;
-  /** The member id: the holder the record names. */
-  identity: string;
-  leaseMs: number;
-  renewMs: number;
-  retryMs: number;
-  /** While waiting out another process's session of this identity, read this often. Default 1000. */
-  pollMs?: number;
-  safetyMs: number;
-  maxSkewMs: number;
-  callTimeoutMs: number;
-  jitter: number;
-  clock: Clock;
-  random: () => number;
-  /** Admits the session's reads and establishing writes (load shedding); renewals never ask it. */
-  lane?: Lane;
-}
+/**
+ * The member record's name (`name`), the member id it names (`identity`), and the timing, clock and
+ * randomness of the group's options; `lane` admits the session's reads and establishing writes.
+ */
+export type SessionSettings = Omit<HolderSettings, "metadata" | "clearMetadataOnRelease" | "watch">;
 
 /** Why a session ended: its window closed unrenewed, another member fenced it, it was released, or stopped. */
 export type SessionLossReason = "expired" | "fenced" | "released" | "stopped";

@@ -127,7 +127,11 @@ export function describeElectorContract(
   const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
     const clock = new ManualClock();
     const { store, dispose } = await create({ clock });
-    const h = new Harness(store, { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, pollMs: POLL, safetyMs: SAFETY }, clock);
+    const h = new Harness(
+      store,
+      { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, pollMs: POLL, safetyMs: SAFETY },
+      clock,
+    );
     try {
       await fn(h);
     } finally {
