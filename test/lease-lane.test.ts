@@ -33,7 +33,16 @@ it("polls and acquisitions wait for the lane; renewals and the release never ask
   const clock = new ManualClock();
   const tracked = new TrackedStore(new StoreWrapper(new MemoryStore(), { without: ["watch"] }));
   const lane = new GateLane();
-  const timing = { store: tracked, name: "jobs/lane", leaseMs: 1000, renewMs: 300, pollMs: 100, jitter: 0, clock, lane };
+  const timing = {
+    store: tracked,
+    name: "jobs/lane",
+    leaseMs: 1000,
+    renewMs: 300,
+    pollMs: 100,
+    jitter: 0,
+    clock,
+    lane,
+  };
   const a = new Elector({ ...timing, identity: "a" });
   a.start();
   await clock.advance(0);

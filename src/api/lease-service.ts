@@ -15,7 +15,7 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { isAmbiguous, LeaseCorruptError, LeaseValidationError } from "../errors.js";
+import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import { type LeaseView, MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
@@ -265,7 +265,7 @@ export class LeaseService {
     try {
       this.store.checkRevision?.(revision);
     } catch (error) {
-      if (!(error instanceof LeaseValidationError)) throw error;
+      if (!isLeaseValidationError(error)) throw error;
       throw new ProblemError("validation", `${header} names no revision this server could have issued`, {
         errors: error.issues.map((i) => ({ path: header, message: i.message })),
       });
@@ -417,10 +417,10 @@ function enforceTermRules(name: string, current: Stored | null, next: LeaseRecor
  */
 export function storeProblem(op: string, error: unknown): ProblemError {
   if (error instanceof ProblemError) return error;
-  if (error instanceof LeaseValidationError) {
+  if (isLeaseValidationError(error)) {
     return new ProblemError("validation", error.message, { errors: error.issues });
   }
-  if (error instanceof LeaseCorruptError) return new ProblemError("corrupt", error.message);
+  if (isLeaseCorruptError(error)) return new ProblemError("corrupt", error.message);
   const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
   return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
 }

@@ -51,14 +51,6 @@ export const timingFields = {
   random: z
     .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
     .optional(),
-  lane: z
-    .custom<object>(
-      (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
-      {
-        error: "expected a Lane (an object with admit)",
-      },
-    )
-    .optional(),
 };
 
 /**
@@ -103,6 +95,14 @@ const fieldsSchema = z.strictObject(
     ...timingFields,
     graceMs: ms("the stop grace period").optional(),
     pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).optional(),
+    lane: z
+      .custom<object>(
+        (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
+        {
+          error: "expected a Lane (an object with admit)",
+        },
+      )
+      .optional(),
     metadata: metadataSchema.default({}),
   },
   { error: "expected an options object with store and name" },

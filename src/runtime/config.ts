@@ -25,7 +25,7 @@ import type { ApiLimits } from "../api/app.js";
 import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../api/console/options.js";
 import type { LogFormat } from "../api/log.js";
 import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
-import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
 import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../open-store.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
 import {
@@ -460,7 +460,7 @@ function chooseStore(
       db: v.LEASEHOLD_DB,
     });
   } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
+    if (!isLeaseValidationError(error)) throw error;
     problems.push(...error.issues);
     return undefined;
   }

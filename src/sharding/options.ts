@@ -13,7 +13,7 @@ import {
   timingFields,
   validateCallbackArguments,
 } from "../elector/options.js";
-import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { validateBucketCount } from "./bucket-of.js";
 import { memberName, validateGroup, validateMemberId } from "./layout.js";
@@ -60,7 +60,7 @@ export function resolveShardedOptions(options: unknown): ResolvedShardedOptions 
     try {
       return fn();
     } catch (error) {
-      if (error instanceof LeaseValidationError) issues.push(...error.issues);
+      if (isLeaseValidationError(error)) issues.push(...error.issues);
       else throw error;
       return undefined;
     }

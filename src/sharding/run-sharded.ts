@@ -4,7 +4,7 @@
  * aborts that signal when the bucket must be given up, and on a graceful stop waits for every `fn`
  * before leaving, so no bucket's next owner overlaps this one's shutdown. Runtime-neutral.
  */
-import { BucketLostError, LeadershipLostError } from "../errors.js";
+import { BucketLostError, isLeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
 import { validateRunShardedArguments } from "./options.js";
 import { type AssignedKind, ShardedElector, type ShardedElectorOptions } from "./sharded-elector.js";
@@ -64,7 +64,7 @@ export async function runSharded(
       const assertLeader = () => {
         if (stillLeader()) return;
         const reason = signal.reason;
-        throw reason instanceof LeadershipLostError ? reason : new BucketLostError(bucket, term, "session-expired");
+        throw isLeadershipLostError(reason) ? reason : new BucketLostError(bucket, term, "session-expired");
       };
       // No overlap with ourselves: a bucket's previous call must have returned first.
       const run = (previous.get(bucket) ?? Promise.resolve()).then(async () => {

@@ -15,8 +15,8 @@
  */
 
 import {
+  isLeaseholdApiError,
   LeaseConflictError,
-  LeaseholdApiError,
   LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
@@ -89,16 +89,16 @@ export class HttpStore implements LeaseStore {
     try {
       return fromView(await this.client.put(name, body, expected, options?.signal));
     } catch (error) {
-      if (error instanceof LeaseholdApiError && error.status === 412) {
+      if (isLeaseholdApiError(error) && error.status === 412) {
         throw new LeaseConflictError(name, error.problem?.lease ? fromView(error.problem.lease) : undefined, {
           cause: error,
         });
       }
-      if (error instanceof LeaseholdApiError && error.status === 409 && error.problem?.rule) {
+      if (isLeaseholdApiError(error) && error.status === 409 && error.problem?.rule) {
         throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
       }
-      const kind = error instanceof LeaseholdApiError ? error.problem?.type.split(":").at(-1) : undefined;
-      if (error instanceof LeaseholdApiError && (kind === "conflict" || kind === "holder-in-use")) {
+      const kind = isLeaseholdApiError(error) ? error.problem?.type.split(":").at(-1) : undefined;
+      if (isLeaseholdApiError(error) && (kind === "conflict" || kind === "holder-in-use")) {
         const retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
         throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, retryAfterMs, {
           cause: error,
@@ -137,7 +137,7 @@ export class HttpStore implements LeaseStore {
     try {
       for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
     } catch (error) {
-      if (error instanceof LeaseholdApiError && error.status === 501) this.streamsRefused = true;
+      if (isLeaseholdApiError(error) && error.status === 501) this.streamsRefused = true;
       throw error;
     }
   }
@@ -151,8 +151,8 @@ export class HttpStore implements LeaseStore {
    * retry fixes, not a store outage (the CLI names LEASEHOLD_TOKEN for it).
    */
   private mapError(error: unknown, what: string, write: boolean): Error {
-    if (error instanceof LeaseholdApiError && (error.status === 401 || error.status === 403)) return error;
-    if (!(error instanceof LeaseholdApiError)) {
+    if (isLeaseholdApiError(error) && (error.status === 401 || error.status === 403)) return error;
+    if (!isLeaseholdApiError(error)) {
       return new LeaseStoreError(`HTTP store ${what}: ${(error as Error).message}`, { ambiguous: write, cause: error });
     }
     if (error.status === 400 && error.problem?.errors) {
