@@ -18,6 +18,7 @@
 import { type Clock, systemClock } from "./clock.js";
 import { CasWriter } from "./elector/cas.js";
 import { Emitter, type Listener } from "./elector/events.js";
+import { type Lane, openLane, processLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
@@ -52,6 +53,11 @@ export interface ElectorOptions {
   clock?: Clock;
   /** Source of jitter, for deterministic tests. Default Math.random. */
   random?: () => number;
+  /**
+   * Admits this follower's polls and acquisitions (renewals never ask: docs/design.md §4). Default:
+   * the process's shared `LoadLane` on the system clock, `openLane` (no holding back) on another clock.
+   */
+  lane?: Lane;
 }
 
 export interface ElectedEvent {
@@ -130,6 +136,8 @@ export class Elector {
   private readonly callTimeoutMs: number;
   private readonly graceMs: number;
   private readonly metadata: Record<string, string>;
+  /** Admits follower-side calls; renewals never ask it (renewals first). */
+  readonly lane: Lane;
 
   private phase: ElectorPhase = "idle";
   private held: Held | undefined;
@@ -168,6 +176,7 @@ export class Elector {
     this.metadata = o.metadata;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
+    this.lane = options.lane ?? (this.clock === systemClock ? processLane() : openLane);
     this.writer = new CasWriter({
       store: this.store,
       name: this.name,
@@ -425,7 +434,8 @@ export class Elector {
       return;
     }
     if (this.needsRead) {
-      const read = await this.read();
+      const admitted = await this.lane.admit("poll");
+      const read = await this.read().finally(admitted);
       if (!read.ok) {
         await this.wait(this.retryDelay());
         return;
@@ -466,6 +476,7 @@ export class Elector {
   }
 
   private async acquire(current: Stored | null): Promise<void> {
+    const admitted = await this.lane.admit("acquire");
     const wall = this.clock.wallNow();
     const next: LeaseRecord = {
       name: this.name,
@@ -477,7 +488,7 @@ export class Elector {
       metadata: this.metadata,
       writeId: newWriteId(),
     };
-    const outcome = await this.writer.write(next, current?.revision ?? null);
+    const outcome = await this.writer.write(next, current?.revision ?? null).finally(admitted);
     if (this.stopRequested && outcome.kind !== "applied") return;
     if (outcome.kind === "applied") this.becomeLeader(outcome.stored, outcome.sentAt);
     else if (outcome.kind === "lost") this.observe(outcome.current);

@@ -74,6 +74,14 @@ const fieldsSchema = z.strictObject(
     ...timingFields,
     graceMs: ms("the stop grace period").optional(),
     metadata: metadataSchema.default({}),
+    lane: z
+      .custom<object>(
+        (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
+        {
+          error: "expected a Lane (an object with admit)",
+        },
+      )
+      .optional(),
   },
   { error: "expected an options object with store and name" },
 );
