@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { type LaneKind, type LaneRelease, LoadLane, openLane, processLane } from "../src/elector/load-lane.js";
 import { Elector } from "../src/elector.js";
+import { ElectorMetrics } from "../src/elector-metrics.js";
 import { LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
@@ -132,7 +133,12 @@ describe("load lane", () => {
   });
 
   it("an acquisition that waited its whole bound goes out even over the cap; polls never do", async () => {
-    const { clock, lane, ask } = setup({ maxInFlight: 1, maxAcquireDelayMs: 1000, maxPollDelayMs: 1000 });
+    const { clock, lane, ask } = setup({
+      maxInFlight: 1,
+      maxAcquireDelayMs: 1000,
+      maxPollDelayMs: 1000,
+      sampleMs: 1000,
+    });
     const first = ask("poll");
     const poll = ask("poll");
     const take = ask("acquire");
@@ -238,5 +244,20 @@ describe("the elector's lane", () => {
     const stopped = Promise.all([follower.stop(), leader.stop()]);
     await clock.advance(5000); // the follower may be waiting for admission (at most its bound)
     await stopped;
+  });
+
+  it("elector metrics show the lane's counters once, however many electors share it", async () => {
+    const { clock, lane, stall } = setup();
+    const metrics = new ElectorMetrics(clock);
+    for (const identity of ["a", "b"]) {
+      metrics.track(new Elector({ store, clock, lane, name: "lane/c", identity }));
+    }
+    await lane.admit("poll").then((release) => release());
+    await stall(400);
+    const text = metrics.render();
+    expect(text).toContain('leasehold_lane_admitted_total{lane="0",kind="poll"} 1\n');
+    expect(text).toContain('leasehold_lane_loop_lateness_seconds{lane="0"} 0.3\n');
+    expect(text).toContain('leasehold_lane_loop_late{lane="0"} 1\n');
+    expect(text).not.toContain('lane="1"');
   });
 });

@@ -9,13 +9,13 @@
  * won, renewals, store reads and writes, and the lane's counters. With `off` the electors get
  * `openLane`: every follower call goes out at once, as before the lane.
  */
-import { Elector } from "../../src/elector.js";
+
 import { type Lane, LoadLane, openLane } from "../../src/elector/load-lane.js";
+import { Elector } from "../../src/elector.js";
 import type { LeaseRecord, LeaseStore, Revision } from "../../src/lease.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
 
-const [db, laneArg, leasesArg, candidatesArg, leaseMsArg, secondsArg, blockMinArg, blockMaxArg] =
-  process.argv.slice(2);
+const [db, laneArg, leasesArg, candidatesArg, leaseMsArg, secondsArg, blockMinArg, blockMaxArg] = process.argv.slice(2);
 const leases = Number(leasesArg);
 const candidates = Number(candidatesArg);
 const leaseMs = Number(leaseMsArg);
@@ -55,7 +55,8 @@ for (let l = 0; l < leases; l++) {
       if (counting && during === "renew") counts.renewFailures++;
     });
     e.on("deposed", ({ term, reason }) => {
-      if (!counting || reason === "stopping" || reason === "stopped" || reason === "released") return;
+      // A term lost: it ran out (expired) or was taken over (conflict), not ended by its own stop.
+      if (!counting || (reason !== "expired" && reason !== "conflict")) return;
       counts.lost++;
       if (losses.length < 20) losses.push(`${e.name}#${term}:${reason}`);
     });
