@@ -37,7 +37,7 @@ it("under a blocked loop and a CPU hog, leaders keep every term while followers'
   for (let i = 0; i < 2; i++) hogs.push(spawn(process.execPath, ["-e", "for(;;){}"], { stdio: "ignore" }));
   const { stdout } = await run(
     process.execPath,
-    ["--import", "tsx", worker, join(dir, "leases.db"), "on", "50", "10", "3000", "15"],
+    ["--import", "tsx", worker, join(dir, "leases.db"), "on", "50", "10", "5000", "15"],
     { timeout: 150_000, maxBuffer: 16 * 1024 * 1024 },
   );
   const lines = stdout.trim().split("\n");

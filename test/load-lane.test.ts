@@ -4,6 +4,7 @@
  * calls are out, acquisitions ahead of polls. A late loop is made by `clock.jump`: the sampler's
  * timer then wakes after its due time, as it does behind a blocked or starved event loop.
  */
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { type LaneKind, type LaneRelease, LoadLane, openLane, processLane } from "../src/elector/load-lane.js";
@@ -167,6 +168,12 @@ describe("load lane", () => {
     await clock.advance(0);
     expect(poll.at).toBe(clock.now());
     expect(lane.stats()).toMatchObject({ admitted: { poll: 1 }, waiting: 0, inFlight: 0 });
+    // A signal that outlives many admissions keeps no listener of those admitted.
+    const campaign = new AbortController();
+    const held = ask("poll", campaign.signal);
+    await clock.advance(2000);
+    expect(held.at).toBeDefined();
+    expect(getEventListeners(campaign.signal, "abort")).toHaveLength(0);
     const already = ask("poll", cut.signal);
     await clock.advance(0);
     expect(already.at).toBe(clock.now());

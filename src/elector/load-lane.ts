@@ -182,7 +182,11 @@ export class LoadLane implements MeasuredLane {
       this.pump();
       if (w.timers.signal.aborted) return; // admitted at once
       if (kind === "acquire") void this.at(w, w.deadline, () => this.overdue(w));
-      signal?.addEventListener("abort", () => this.giveUp(w), { once: true });
+      if (!signal) return;
+      const giveUp = () => this.giveUp(w);
+      signal.addEventListener("abort", giveUp, { once: true });
+      // A long-lived signal (an elector's whole campaign) must not collect one listener per call.
+      w.timers.signal.addEventListener("abort", () => signal.removeEventListener("abort", giveUp), { once: true });
     });
   }
 
