@@ -51,3 +51,19 @@ it("under a blocked loop and a CPU hog, leaders keep every term while followers'
   expect(summary.renewals).toBeGreaterThan(0);
   expect(summary.lane.shed.poll).toBeGreaterThan(0);
 }, 180_000);
+
+it("the lane's sampler does not keep a process alive", async () => {
+  // Sampling would go on for 10 minutes after this admission; the process ends when its work does.
+  const script = [
+    `import { LoadLane } from ${JSON.stringify(join(import.meta.dirname, "..", "src", "elector", "load-lane.ts"))};`,
+    "const lane = new LoadLane({ idleMs: 600000 });",
+    'const release = await lane.admit("poll");',
+    "release();",
+    "await new Promise((r) => setTimeout(r, 500));",
+    "console.log(JSON.stringify({ sampling: lane.stats().latenessMs >= 0 }));",
+  ].join("\n");
+  const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    timeout: 120_000,
+  });
+  expect(JSON.parse(stdout.trim())).toEqual({ sampling: true });
+}, 150_000);

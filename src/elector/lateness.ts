@@ -7,7 +7,7 @@
  *
  * Cheap and never in the way: one timer every `sampleMs`, started by the first `touch()` and
  * stopped `idleMs` after the last, so a process with no follower asking (or none left) samples
- * nothing. On the system clock the timer is unref'd where the runtime has `unref` (Node, Bun, Deno),
+ * nothing. On the system clock the timer is unref'd where the runtime has `unref` (Node, Bun),
  * so sampling never keeps a process alive. Runtime-neutral.
  */
 import { type Clock, systemClock } from "../clock.js";
@@ -37,7 +37,7 @@ function unrefSleep(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     };
     const timer = setTimeout(done, ms);
-    // Node, Bun and Deno return a handle with unref(); browsers and workerd return a number.
+    // Node and Bun return a handle with unref(); browsers, Deno and workerd return a number.
     (timer as unknown as { unref?: () => void }).unref?.();
     signal.addEventListener("abort", done, { once: true });
   });
