@@ -14,6 +14,7 @@ import { type Clock, systemClock } from "./clock.js";
 import { Emitter, type Listener } from "./elector/events.js";
 import { LeaseHolder } from "./elector/holder.js";
 import type { Lane } from "./elector/lane.js";
+import { openLane, processLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
@@ -54,7 +55,10 @@ export interface ElectorOptions {
   clock?: Clock;
   /** Source of jitter, for deterministic tests. Default Math.random. */
   random?: () => number;
-  /** @internal Admits follower polls and acquisitions (load shedding); renewals never ask it. */
+  /**
+   * Admits this follower's polls and acquisitions (renewals never ask: docs/design.md §4). Default:
+   * the process's shared `LoadLane` on the system clock, `openLane` (no holding back) on another clock.
+   */
   lane?: Lane;
 }
 
@@ -124,6 +128,8 @@ export class Elector {
   private lastLeader: { holder: string | null; term: number } | undefined;
   private readonly work = new Set<Promise<unknown>>();
   private readonly events = new Emitter<ElectorEvents>();
+  /** Admits follower-side calls; renewals never ask it (renewals first). */
+  readonly lane: Lane;
 
   constructor(options: ElectorOptions) {
     const o = resolveElectorOptions(options);
@@ -136,6 +142,7 @@ export class Elector {
     this.safetyMs = o.safetyMs;
     this.graceMs = o.graceMs;
     this.clock = options.clock ?? systemClock;
+    this.lane = options.lane ?? (this.clock === systemClock ? processLane() : openLane);
     this.holder = new LeaseHolder({
       ...o,
       store: options.store,
@@ -143,7 +150,7 @@ export class Elector {
       clock: this.clock,
       random: options.random ?? Math.random,
       watch: true,
-      ...(options.lane ? { lane: options.lane } : {}),
+      lane: this.lane,
     });
     this.holder.on("established", ({ stored }) => this.elected(stored));
     this.holder.on("lost", ({ term, reason }) => {

@@ -8,6 +8,16 @@
  */
 
 export { type Clock, systemClock } from "./clock.js";
+export {
+  type Lane,
+  type LaneKind,
+  type LaneRelease,
+  type LaneStats,
+  LoadLane,
+  type LoadLaneOptions,
+  openLane,
+  processLane,
+} from "./elector/load-lane.js";
 export { type LeaderContext, type RunAsLeaderOptions, runAsLeader } from "./elector/run-as-leader.js";
 export {
   type DeposedEvent,

@@ -4,7 +4,7 @@
  */
 import { expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
-import type { Lane } from "../src/elector/lane.js";
+import type { Lane, LaneRelease } from "../src/elector/lane.js";
 import { Elector } from "../src/elector.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
@@ -15,13 +15,15 @@ class GateLane implements Lane {
   readonly asked: string[] = [];
   open = true;
   private waiting: Array<() => void> = [];
-  async admit(kind: "poll" | "acquire", signal?: AbortSignal): Promise<void> {
+  async admit(kind: "poll" | "acquire", signal?: AbortSignal): Promise<LaneRelease> {
     this.asked.push(kind);
-    if (this.open) return;
-    await new Promise<void>((resolve, reject) => {
-      this.waiting.push(resolve);
-      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
-    });
+    if (!this.open) {
+      await new Promise<void>((resolve, reject) => {
+        this.waiting.push(resolve);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    }
+    return () => {};
   }
   release(): void {
     this.open = true;

@@ -33,7 +33,7 @@ import type { Clock } from "../clock.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
-import { type Lane, openLane } from "./lane.js";
+import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
 const DONE = "done";
@@ -348,10 +348,11 @@ export class LeaseHolder {
       return;
     }
     if (this.needsRead || !this.known) {
-      if (!(await this.admit("poll"))) return;
+      const done = await this.admit("poll");
+      if (!done) return;
       let stored: Stored | null;
       try {
-        stored = await this.writer.read();
+        stored = await this.writer.read().finally(done);
       } catch (error) {
         this.events.emit("error", { error, during: "read" });
         await this.wait(this.retryDelay());
@@ -396,7 +397,8 @@ export class LeaseHolder {
   }
 
   private async acquire(known: Known): Promise<void> {
-    if (!(await this.admit("acquire"))) return;
+    const done = await this.admit("acquire");
+    if (!done) return;
     const wall = this.s.clock.wallNow();
     const next: LeaseRecord = {
       name: this.s.name,
@@ -410,7 +412,7 @@ export class LeaseHolder {
     };
     const dirty = this.dirty;
     this.dirty = false;
-    const outcome = await this.writer.write(next, known.stored?.revision ?? null);
+    const outcome = await this.writer.write(next, known.stored?.revision ?? null).finally(done);
     if (outcome.kind === "applied") return this.adoptOwn(outcome.stored, outcome.sentAt);
     this.dirty ||= dirty;
     if (this.stopRequested) return;
@@ -461,15 +463,21 @@ export class LeaseHolder {
     this.events.emit("observed", { stored });
   }
 
-  /** Waits for the lane; false when stopped (or no longer campaigning) meanwhile. */
-  private async admit(kind: "poll" | "acquire"): Promise<boolean> {
+  /**
+   * Waits for the lane: the function that frees the call's place once it has settled, or
+   * `undefined` when stopped (or no longer campaigning) meanwhile.
+   */
+  private async admit(kind: LaneKind): Promise<LaneRelease | undefined> {
+    let done: LaneRelease;
     try {
-      await this.lane.admit(kind, this.halt.signal);
+      done = await this.lane.admit(kind, this.halt.signal);
     } catch (error) {
       if (!this.halt.signal.aborted) this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" });
-      return false;
+      return undefined;
     }
-    return !this.stopRequested && !this.held && this.campaigning;
+    if (!this.stopRequested && !this.held && this.campaigning) return done;
+    done();
+    return undefined;
   }
 
   // ---- scheduling ----
