@@ -45,6 +45,22 @@ export async function runAsLeader<T>(
   validateCallbackArguments("runAsLeader", options, fn);
   const elector = new Elector(options);
   options.onElector?.(elector);
+  return runLeader(elector, fn, options);
+}
+
+/** What `runLeader` drives: an `Elector`, or a lease bound to a session (`session.elector(...)`). */
+export type LeaderElector = Pick<Elector, "on" | "start" | "stop" | "trackWork">;
+
+/**
+ * `runAsLeader` for an elector already made (e.g. `session.elector({ name })`): the same rules,
+ * the same result. `options.signal` stops it.
+ */
+export async function runLeader<T>(
+  elector: LeaderElector,
+  fn: (context: LeaderContext) => Promise<T> | T,
+  options: { signal?: AbortSignal } = {},
+): Promise<T | undefined> {
+  validateCallbackArguments("runLeader", options, fn);
   return new Promise<T | undefined>((resolve, reject) => {
     let previous: Promise<unknown> = Promise.resolve();
     let settled = false;
