@@ -402,7 +402,8 @@ export class BoundElector {
     const now = this.session.clock.now();
     // With a live push stream a poll only backs it up (once a lease); otherwise every retryMs.
     const pollAt = now + (this.watchLive ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
-    await this.wait(Math.min(pollAt, plan.until) - now);
+    // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
+    await this.wait(Math.max(1, Math.min(pollAt, plan.until) - now));
     if (this.observed === o && this.session.clock.now() >= pollAt) this.needsRead = true;
   }
 
@@ -441,7 +442,7 @@ export class BoundElector {
     if (verdict.kind === "expired") {
       await observer.fence(verdict.stored);
       verdict = observer.verdict(bound, observer.known(bound.name)!, r.leaseMs);
-      if (verdict.kind !== "over") return { kind: "wait", until: now };
+      if (verdict.kind !== "over") return { kind: "wait", until: now + this.retryDelay() };
     }
     if (verdict.kind === "over") return { kind: "acquire" };
     if (this.shouldRegister(r, myTerm)) return { kind: "register" };

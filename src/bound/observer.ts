@@ -39,6 +39,8 @@ interface Entry {
   reading: { startedAt: number; done: Promise<Observation> } | undefined;
   writer: CasWriter;
   fencing: Promise<void> | undefined;
+  /** The last fence's outcome is unknown or was refused: the next look reads, whatever it asks. */
+  mustRead: boolean;
 }
 
 /** At most this many sessions are remembered; the least recently used is forgotten (it is only re-read). */
@@ -71,9 +73,10 @@ export class SessionObserver {
    */
   async look(name: string, freshAfter: number): Promise<Observation> {
     const e = this.entry(name);
-    if (e.obs && e.obs.readAt >= freshAfter) return e.obs;
+    if (e.obs && e.obs.readAt >= freshAfter && !e.mustRead) return e.obs;
     if (e.reading && e.reading.startedAt >= freshAfter) return e.reading.done;
     const startedAt = this.s.clock.now();
+    e.mustRead = false;
     const done = e.writer.read().then((stored) => this.note(e, stored, startedAt));
     const reading = { startedAt, done };
     e.reading = reading;
@@ -126,8 +129,8 @@ export class SessionObserver {
       if (outcome.kind === "applied") this.note(e, outcome.stored, outcome.sentAt);
       else if (outcome.kind === "lost" && outcome.current !== undefined) this.note(e, outcome.current, sentAt);
       else {
-        // What the store holds is unknown (the fence may have landed): the next look reads again.
-        if (e.obs) e.obs = { ...e.obs, readAt: Number.NEGATIVE_INFINITY };
+        // Refused, or unknown (the fence may have landed): the next look reads again.
+        e.mustRead = true;
         if (outcome.kind === "unknown") throw outcome.error;
       }
     })();
@@ -164,6 +167,7 @@ export class SessionObserver {
       obs: undefined,
       reading: undefined,
       fencing: undefined,
+      mustRead: false,
       writer: new CasWriter({ store: this.s.store, name, clock: this.s.clock, callTimeoutMs: this.s.callTimeoutMs }),
     };
     this.entries.set(name, e);
