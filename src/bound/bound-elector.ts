@@ -28,6 +28,7 @@
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
+import type { ResolvedTiming } from "../elector/options.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
@@ -41,15 +42,7 @@ export interface SessionPort {
   readonly store: LeaseStore;
   readonly clock: Clock;
   readonly observer: SessionObserver;
-  readonly timing: {
-    leaseMs: number;
-    renewMs: number;
-    retryMs: number;
-    safetyMs: number;
-    jitter: number;
-    maxSkewMs: number;
-    callTimeoutMs: number;
-  };
+  readonly timing: ResolvedTiming;
   readonly random: () => number;
   validTerm(): number | undefined;
   peek(): { term: number; until: number } | undefined;

@@ -17,6 +17,7 @@
 import { z } from "zod";
 import { type Clock, systemClock } from "../clock.js";
 import { type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
+import type { ElectorOptions } from "../elector.js";
 import { type FieldIssue, LeaseValidationError, type LossReason } from "../errors.js";
 import {
   callerMetadataSchema,
@@ -33,32 +34,30 @@ import { BoundElector, type SessionChange, type SessionPort } from "./bound-elec
 import { SessionObserver } from "./observer.js";
 import type { SessionRef } from "./refs.js";
 
-export interface SessionOptions {
-  /** Where the session record and its leases live. */
-  store: LeaseStore;
+/**
+ * The session's options: the store and an Elector's timing (the same fields, defaults and rules:
+ * `leaseMs` is how long the session, and every lease bound to it, lasts after each renewal).
+ */
+export interface SessionOptions
+  extends Pick<
+    ElectorOptions,
+    | "store"
+    | "identity"
+    | "leaseMs"
+    | "renewMs"
+    | "retryMs"
+    | "safetyMs"
+    | "jitter"
+    | "maxSkewMs"
+    | "callTimeoutMs"
+    | "clock"
+    | "random"
+  > {
   /**
    * The session record's name (the lease-name rule). Default `sessions/<identity>`; give a stable
    * one per process slot, so a restarted process reuses its record instead of adding one.
    */
   name?: string;
-  /** The holder this process's leases name. Default: a random id. */
-  identity?: string;
-  /** How long the session (and every lease bound to it) lasts after each renewal. Default 15000. */
-  leaseMs?: number;
-  /** Interval between renewals; less than leaseMs - safetyMs. Default leaseMs / 3. */
-  renewMs?: number;
-  /** Follower poll interval and retry delay. Default leaseMs / 7.5. */
-  retryMs?: number;
-  /** Margin the session gives up before it could expire elsewhere. Default leaseMs / 10. */
-  safetyMs?: number;
-  /** Retries wait retryMs * (1 + jitter * random). Default 0.2. */
-  jitter?: number;
-  /** Bound on wall-clock skew between machines (docs/design.md §3). Default 1000. */
-  maxSkewMs?: number;
-  /** Longest a store call may take before it counts as ambiguous. Default renewMs. */
-  callTimeoutMs?: number;
-  clock?: Clock;
-  random?: () => number;
 }
 
 export interface BoundElectorOptions {
