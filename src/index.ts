@@ -7,6 +7,8 @@
  * (`leasehold/store-kit`) and the test kit with the contract suites (`leasehold/testkit`).
  */
 
+export { BoundElector } from "./bound/bound-elector.js";
+export { type BoundElectorOptions, LeaseSession, openSession, type SessionOptions } from "./bound/session.js";
 export { type Clock, systemClock } from "./clock.js";
 export {
   type Lane,
@@ -18,7 +20,13 @@ export {
   openLane,
   processLane,
 } from "./elector/load-lane.js";
-export { type LeaderContext, type RunAsLeaderOptions, runAsLeader } from "./elector/run-as-leader.js";
+export {
+  type LeaderContext,
+  type LeaderElector,
+  type RunAsLeaderOptions,
+  runAsLeader,
+  runLeader,
+} from "./elector/run-as-leader.js";
 export {
   type DeposedEvent,
   type ElectedEvent,

@@ -79,8 +79,12 @@ it("the main entry exports the application API only", async () => {
   const main = await import("../src/index.js");
   expect(Object.keys(main).sort()).toEqual(
     [
+      "BoundElector",
       "BucketLostError",
       "Elector",
+      "LeaseSession",
+      "openSession",
+      "runLeader",
       "ElectorMetrics",
       "ShardedElector",
       "ShardedElectorMetrics",

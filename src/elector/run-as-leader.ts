@@ -43,9 +43,25 @@ export async function runAsLeader<T>(
   fn: (context: LeaderContext) => Promise<T> | T,
 ): Promise<T | undefined> {
   validateCallbackArguments("runAsLeader", options, fn);
-  const { signal: outer, onElector, ...electorOptions } = options;
+  const { signal, onElector, ...electorOptions } = options;
   const elector = new Elector(electorOptions);
   onElector?.(elector);
+  return runLeader(elector, fn, signal ? { signal } : {});
+}
+
+/** What `runLeader` drives: an `Elector`, or a lease bound to a session (`session.elector(...)`). */
+export type LeaderElector = Pick<Elector, "on" | "start" | "stop" | "trackWork">;
+
+/**
+ * `runAsLeader` for an elector already made (e.g. `session.elector({ name })`): the same rules,
+ * the same result. `options.signal` stops it.
+ */
+export async function runLeader<T>(
+  elector: LeaderElector,
+  fn: (context: LeaderContext) => Promise<T> | T,
+  options: { signal?: AbortSignal } = {},
+): Promise<T | undefined> {
+  validateCallbackArguments("runLeader", options, fn);
   return new Promise<T | undefined>((resolve, reject) => {
     let previous: Promise<unknown> = Promise.resolve();
     let settled = false;
@@ -77,6 +93,7 @@ export async function runAsLeader<T>(
     elector.on("error", ({ error }) => {
       if (isStoreContractError(error)) finish(() => reject(error));
     });
+    const outer = options.signal;
     if (outer?.aborted) return finish(() => resolve(undefined));
     outer?.addEventListener("abort", () => finish(() => resolve(undefined)), { once: true });
     elector.start();
