@@ -86,7 +86,10 @@ class GroupHarness {
   async until(done: () => boolean, maxMs: number, step: number): Promise<number> {
     const end = this.clock.now() + maxMs;
     while (!done()) {
-      if (this.clock.now() >= end) throw new Error(`not reached within ${maxMs} ms (at ${this.clock.now()})`);
+      if (this.clock.now() >= end) {
+        const state = this.members.map((m) => `${m.id}: session ${m.elector.current.session}, [${this.inside(m)}]`);
+        throw new Error(`not reached within ${maxMs} ms (at ${this.clock.now()}): ${state.join("; ")}`);
+      }
       await this.clock.advance(step);
     }
     return this.clock.now();
@@ -178,9 +181,13 @@ export function describeShardedContract(
         expect(b.assigned).toHaveLength(BUCKETS / 2);
         expect(b.assigned.every((x) => x.kind === "handoff" && x.term === 2)).toBe(true);
         const before = g.tracked.written.length;
+        const seen = a.assigned.length;
+        const lastSent = b.elector.current.sessionUntil! - LEASE + SAFETY;
         const leaving = b.elector.stop();
-        await g.until(() => g.inside(b).length === 0 && g.balanced([a]), LEASE, STEP);
+        await g.until(() => g.inside(b).length === 0 && g.balanced([a]), LEASE * 3, STEP);
         await leaving;
+        // Taken before b's session could have run out by anyone's clock: the release freed them.
+        for (const took of a.assigned.slice(seen)) expect(took.at).toBeLessThan(lastSent + LEASE);
         expect((await g.tracked.inner.get(memberName(g.group, "b")))?.record.holder).toBeNull();
         // b's only write is its session's release (a's writes are its renewals and its claims).
         const bWrites = g.tracked.written.slice(before).filter((r) => r.name === memberName(g.group, "b"));
