@@ -30,7 +30,6 @@ export {
   isLeadershipLostError,
   isLeaseConflictError,
   isLeaseCorruptError,
-  isLeaseholdApiError,
   isLeaseholdError,
   isLeaseStillHeldError,
   isLeaseStoreError,
@@ -43,7 +42,6 @@ export {
   LeadershipLostError,
   LeaseConflictError,
   LeaseCorruptError,
-  LeaseholdApiError,
   LeaseholdError,
   LeaseStillHeldError,
   LeaseStoreError,
@@ -56,6 +54,7 @@ export {
   StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
+export { isLeaseholdApiError, LeaseholdApiError } from "./http/api-error.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { bucketOf } from "./sharding/bucket-of.js";

@@ -10,9 +10,10 @@ import type { Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
-import { type ApiLimits, createApp } from "../api/app.js";
+import { type AdmissionOptions, type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
 import type { ConsoleOptions } from "../api/console/options.js";
+import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
@@ -49,6 +50,12 @@ export interface ServeOptions {
   listener?: Partial<ListenerLimits>;
   /** The console at /ui and its change log (createApp's `console`). */
   console?: ConsoleOptions;
+  /**
+   * Renewals first (src/api/admission.ts): requests in flight, the share reserved for current
+   * holders, and the event-loop lateness past which only they are served (measured here by a
+   * LatenessProbe). Default: on, with the bounds' defaults; `false` turns it off.
+   */
+  admission?: Omit<AdmissionOptions, "lateness"> | false;
 }
 
 export interface RunningServer {
@@ -70,6 +77,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
 }
 
 async function listen(options: ServeOptions, host: string, auth: AuthMode): Promise<RunningServer> {
+  const probe = options.admission === false ? undefined : new LatenessProbe();
+  const admission = probe ? { ...options.admission, lateness: () => probe.now() } : undefined;
   const app = createApp({
     store: options.store,
     auth: authConfig(auth),
@@ -82,6 +91,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
     ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
     ...(options.console === undefined ? {} : { console: options.console }),
+    ...(admission ? { admission } : {}),
   });
   const bounds = { ...defaultListener(), ...options.listener };
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
@@ -103,6 +113,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     );
     s.once("error", reject);
   });
+  probe?.start();
   guardListener(server as Server, bounds.maxConnections);
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(":") ? `[${host}]` : host;
@@ -112,6 +123,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     auth: auth.mode === "tokens" ? "tokens" : "insecure-no-auth",
     close: () =>
       new Promise<void>((resolve) => {
+        probe?.stop();
         server.close(() => resolve());
         // Watch streams never end by themselves: cut idle and streaming connections.
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -241,6 +253,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         port: config.listen.port,
         ...config.app,
         ...(config.listener ? { listener: config.listener } : {}),
+        ...(config.admission ? { admission: config.admission } : {}),
         console: config.console,
         log: logger,
         ...(options.clock ? { clock: options.clock } : {}),
