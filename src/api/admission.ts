@@ -4,17 +4,17 @@
  * anything. A lease that is lost because its renewal waited behind other work becomes an
  * acquisition, which adds work: refusing acquisitions first breaks that loop.
  *
- * Every /v1 request is in one of three lanes, known from its route (and, for a heartbeat, from
- * its body) before anything is read from the store:
- * - `holder`: what only a current holder sends: renew, release, a member heartbeat that names its
- *   session, a hand-off confirmation, a leave.
- * - `maybe-holder`: acquire and the raw PUT with If-Match, which are a renewal when the current
- *   holder's own process sends them (acquire by the holder renews; the HTTP store renews by PUT)
- *   and an acquisition otherwise. Only the record tells, so the lease service decides after its
- *   read: admitted on the reserved share, such a request that is not a renewal is refused there,
- *   before anything is written (`Caller.renewalsOnly`).
- * - `other`: acquisitions (a heartbeat without a session, a create), reads, lists, watches and
- *   the console's routes.
+ * Every /v1 request is in one of three lanes, known before anything is read from the store:
+ * - `holder`: what only a current holder sends, by its route (and, for a heartbeat, its body):
+ *   renew, release, a member heartbeat that names its session, a hand-off confirmation, a leave.
+ * - `renewal`: acquire and the raw PUT with If-Match (the HTTP store's elector renews by PUT),
+ *   when the lease's holder and term this instance last saw (`Holdings`: every record it read,
+ *   wrote or was pushed) say the request continues a current term: acquire by the lease's holder,
+ *   a PUT of the holder's own term. The lease service checks it after its read: admitted on the
+ *   reserved share, such a request that does not renew a live term of its own process is refused
+ *   there, before anything is written (`Caller.renewalsOnly`). An instance that has not seen the
+ *   lease yet takes the request for an acquisition until it has.
+ * - `other`: acquisitions, reads, lists, watches and the console's routes.
  *
  * Bounds: at most `inFlight` requests at once, of which `reservedInFlight` only for the first two
  * lanes. An `other` request is refused 503 `over-capacity` with Retry-After when the server is
@@ -27,9 +27,10 @@
  * request at a time and a Worker's isolates come and go with load, so there these bounds would
  * mean nothing and their variables are refused (src/runtime/config.ts). Runtime-neutral.
  */
+import type { Stored } from "../lease.js";
 import { ProblemError } from "./problems.js";
 
-export type Lane = "holder" | "maybe-holder" | "other";
+export type Lane = "holder" | "renewal" | "other";
 
 export interface AdmissionBounds {
   /** Requests this instance serves at once. */
@@ -51,6 +52,8 @@ export interface Ticket {
 
 export class Admission {
   private open = 0;
+  /** What this instance last saw held (fed by createApp from the watch hub's observers). */
+  readonly holdings = new Holdings();
 
   constructor(
     readonly bounds: AdmissionBounds,
@@ -81,7 +84,7 @@ export class Admission {
         `this server has ${this.open} requests in flight, the most it serves (inFlight ${this.bounds.inFlight}); retry later`,
       );
     }
-    return this.ticket(lane === "maybe-holder" ? refusal : undefined);
+    return this.ticket(lane === "renewal" ? refusal : undefined);
   }
 
   /** Why a request that is not a current holder's would be refused now, if it would. */
@@ -121,31 +124,77 @@ function overCapacity(bound: "inFlight" | "lateMs", detail: string): ProblemErro
   return new ProblemError("over-capacity", detail, { bound, retryAfter: 1 });
 }
 
-const LEASE = "/v1/leases/[^/]+";
+/**
+ * The holder and term of each lease this instance last saw held: what tells a renewal sent as
+ * acquire or PUT from an acquisition without reading the store. Fed with every record the
+ * instance reads, writes or is pushed (WatchHub.observe); at most HOLDINGS_REMEMBERED leases, the
+ * one seen least recently forgotten first.
+ */
+export class Holdings {
+  static readonly REMEMBERED = 100_000;
+  private readonly held = new Map<string, { holder: string; term: number }>();
+
+  note(name: string, stored: Stored | null): void {
+    this.held.delete(name);
+    const r = stored?.record;
+    if (!r || r.holder === null) return;
+    this.held.set(name, { holder: r.holder, term: r.term });
+    if (this.held.size > Holdings.REMEMBERED) this.held.delete(this.held.keys().next().value as string);
+  }
+
+  /** Whether `name` was held at `term` (by anyone) when this instance last saw it. */
+  holdsTerm(name: string, term: unknown): boolean {
+    return this.held.get(name)?.term === term;
+  }
+
+  /** Whether `holder` held `name` (at `term`, when given) when this instance last saw it. */
+  holds(name: string, holder: unknown, term?: unknown): boolean {
+    const h = this.held.get(name);
+    return h !== undefined && h.holder === holder && (term === undefined || h.term === term);
+  }
+}
+
+const LEASE = "/v1/leases/([^/]+)";
 const MEMBER = "/v1/groups/[^/]+/members/[^/]+";
 const HOLDER_ROUTES = new RegExp(`^(${LEASE}/(renew|release)|${MEMBER}/(handoff|leave))$`);
 const ACQUIRE = new RegExp(`^${LEASE}/acquire$`);
 const RAW_WRITE = new RegExp(`^${LEASE}$`);
 const HEARTBEAT = new RegExp(`^${MEMBER}/heartbeat$`);
 
-/**
- * The lane of a request, from its method, its raw path (names stay URL-encoded, so a lease name
- * cannot look like a route) and, for a heartbeat, whether its body names a session (`body` reads
- * it; an unreadable body is `other`, and the route then answers 400).
- */
-export async function laneOf(
-  method: string,
-  path: string,
-  header: (name: string) => string | undefined,
-  body: () => Promise<unknown>,
-): Promise<Lane> {
+export interface Request {
+  method: string;
+  /** The raw path: names stay URL-encoded, so a lease name cannot look like a route. */
+  path: string;
+  header(name: string): string | undefined;
+  /** The parsed body (rejects when it is not JSON: the request is then `other`, and its route answers 400). */
+  body(): Promise<unknown>;
+}
+
+/** The lane of a request (see the module comment). */
+export async function laneOf(req: Request, holdings: Holdings): Promise<Lane> {
+  const { method, path } = req;
   if (method === "POST" && HOLDER_ROUTES.test(path)) return "holder";
-  if (method === "POST" && ACQUIRE.test(path)) return "maybe-holder";
-  if (method === "PUT" && RAW_WRITE.test(path)) return header("if-match") ? "maybe-holder" : "other";
-  if (method === "POST" && HEARTBEAT.test(path)) {
-    const sent = await body().catch(() => undefined);
-    const session = (sent as { session?: unknown } | undefined)?.session;
-    return typeof session === "number" ? "holder" : "other";
+  const body = async () => (await req.body().catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (method === "POST" && HEARTBEAT.test(path))
+    return typeof (await body())?.session === "number" ? "holder" : "other";
+  const acquire = method === "POST" ? ACQUIRE.exec(path) : null;
+  if (acquire) return holdings.holds(nameOf(acquire[1]!), (await body())?.holder) ? "renewal" : "other";
+  const write = method === "PUT" && req.header("if-match") ? RAW_WRITE.exec(path) : null;
+  if (write) {
+    const sent = await body();
+    const name = nameOf(write[1]!);
+    // Its own term renewed (same holder) or released (holder null) by the holder this instance saw.
+    const renews =
+      sent?.holder === null ? holdings.holdsTerm(name, sent.term) : holdings.holds(name, sent?.holder, sent?.term);
+    return renews ? "renewal" : "other";
   }
   return "other";
+}
+
+function nameOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // not a name the route will accept either: it answers 400
+  }
 }

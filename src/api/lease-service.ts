@@ -221,6 +221,8 @@ export class LeaseService {
     const digest = await instanceDigest(instance);
     const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
     const current = await this.get(name);
+    // Admitted only as a renewal (src/api/admission.ts): refused first if it is none.
+    if (caller.renewalsOnly && !this.holdersOwnWrite(current, next, digest, wall)) throw caller.renewalsOnly;
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
     await this.views.groups.refusePlainWrite(name, current);
     if (groupShape(name)?.kind === "config" && isGroupConfig(next)) {
@@ -236,7 +238,6 @@ export class LeaseService {
       });
     }
     this.enforceHolding(name, current, next, digest, wall);
-    if (caller.renewalsOnly && !this.holdersOwnWrite(current, next, digest, wall)) throw caller.renewalsOnly;
     if (current === null) await this.admitCreate(caller);
     const outcome = await this.write(name, next, current, caller.by);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);

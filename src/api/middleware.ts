@@ -79,13 +79,13 @@ export function jsonBodies(bytes: number): MiddlewareHandler<Env> {
  */
 export function admitted(admission: Admission): MiddlewareHandler<Env> {
   return async (c, next) => {
-    const path = new URL(c.req.url).pathname;
-    const lane = await laneOf(
-      c.req.method,
-      path,
-      (name) => c.req.header(name),
-      () => c.req.json(),
-    );
+    const request = {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      header: (name: string) => c.req.header(name),
+      body: () => c.req.json() as Promise<unknown>,
+    };
+    const lane = await laneOf(request, admission.holdings);
     const ticket = admission.admit(lane);
     c.set("renewalsOnly", ticket.renewalsOnly);
     try {

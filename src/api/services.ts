@@ -65,7 +65,7 @@ export function buildDeps(
     options: resolved,
     streams: options.streams ?? {},
     routes: apiRoutes(auth.secured),
-    admission: admissionOf(resolved, options.admission?.lateness, metrics),
+    admission: admissionOf(resolved, options.admission?.lateness, metrics, hub),
   };
 }
 
@@ -74,10 +74,13 @@ function admissionOf(
   resolved: ResolvedAppOptions,
   lateness: (() => number) | undefined,
   metrics: ApiMetrics,
+  hub: WatchHub,
 ): Admission | undefined {
   if (!resolved.admission) return undefined;
   const late = lateness ?? (() => 0);
   const admission = new Admission(resolved.admission, late, (bound, lane) => metrics.refused.inc({ bound, lane }));
+  // Every record this instance reads, writes or is pushed: who holds what, for the lanes.
+  hub.observe((name, stored) => admission.holdings.note(name, stored));
   metrics.gauge("leasehold_requests_in_flight", "Requests admitted and not yet answered.", () => admission.inFlight);
   if (lateness) {
     metrics.gauge("leasehold_event_loop_late_ms", "How late the event loop is now (ms), as admission reads it.", () =>
