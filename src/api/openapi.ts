@@ -234,34 +234,13 @@ export function commonParts(secured: boolean) {
       retryAfter,
     ),
   };
-  return {
-    security,
-    open,
-    auth,
-    failures,
-    holderFailures,
-    renewalOrShed,
-    heartbeatFailures,
-    invalid,
-    overLimit,
-    streamBounds,
-  };
+  const lanes = { holder: holderFailures, renewal: renewalOrShed, heartbeat: heartbeatFailures };
+  return { security, open, auth, failures, lanes, invalid, overLimit, streamBounds };
 }
 
 /** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
 export function apiRoutes(secured: boolean) {
-  const {
-    security,
-    open,
-    auth,
-    failures,
-    holderFailures,
-    renewalOrShed,
-    heartbeatFailures,
-    invalid,
-    overLimit,
-    streamBounds,
-  } = commonParts(secured);
+  const { security, open, auth, failures, lanes, invalid, overLimit, streamBounds } = commonParts(secured);
   const withBody = {
     413: problem("Request body larger than the server's limit (4096 bytes by default)"),
     415: problem("Body is not Content-Type: application/json"),
@@ -306,7 +285,7 @@ export function apiRoutes(secured: boolean) {
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
-        ...renewalOrShed,
+        ...lanes.renewal,
       },
     }),
     renew: createRoute({
@@ -332,7 +311,7 @@ export function apiRoutes(secured: boolean) {
           `\`conflict\`: lost (another holder, the term moved on, or it expired; \`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
         ),
         ...withBody,
-        ...holderFailures,
+        ...lanes.holder,
       },
     }),
     release: createRoute({
@@ -355,7 +334,7 @@ export function apiRoutes(secured: boolean) {
           `\`conflict\`: not this holder's term, or released by another process (\`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
         ),
         ...withBody,
-        ...holderFailures,
+        ...lanes.holder,
       },
     }),
     get: createRoute({
@@ -408,7 +387,7 @@ export function apiRoutes(secured: boolean) {
         ...withBody,
         428: problem("Neither If-Match nor If-None-Match was sent"),
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
-        ...renewalOrShed,
+        ...lanes.renewal,
       },
     }),
     list: createRoute({
@@ -502,7 +481,7 @@ export function apiRoutes(secured: boolean) {
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),
-        ...heartbeatFailures,
+        ...lanes.heartbeat,
       },
     }),
     handoff: createRoute({
@@ -523,7 +502,7 @@ export function apiRoutes(secured: boolean) {
           "`bucket-not-held`: the member does not hold the bucket at that term (already moved on); `session-ended`, `member-in-use` or `not-a-group` as for heartbeatMember",
         ),
         ...withBody,
-        ...holderFailures,
+        ...lanes.holder,
       },
     }),
     leave: createRoute({
@@ -541,7 +520,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         409: problem("`session-ended` or `member-in-use` as for heartbeatMember"),
         ...withBody,
-        ...holderFailures,
+        ...lanes.holder,
       },
     }),
     health: {
