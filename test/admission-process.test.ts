@@ -44,19 +44,30 @@ const INSTANCE = "admission-holder-0123456789";
 it("under a flood of acquisitions and lists, a current holder's renewals and heartbeats are all served", async () => {
   const url = await startServer({
     LEASEHOLD_IN_FLIGHT: "16",
+    LEASEHOLD_LATE_MS: "250",
     LEASEHOLD_RESERVED_IN_FLIGHT: "4",
     // The flood creates records: its own bounds are not what this test is about.
     LEASEHOLD_CREATES_PER_MINUTE: "1000000",
     LEASEHOLD_RECORDS_PER_PREFIX: "100000000",
   });
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
+  const answer = async (res: Response) => ({
+    status: res.status,
+    retryAfter: res.headers.get("retry-after"),
+    body: await res.json(),
+  });
+  // A connection the flood's keep-alive pool finds closed (ECONNRESET on a busy machine) is sent
+  // again: what is counted is what the server answered. Renewals are idempotent for the holder.
+  const send = async (path: string, init: RequestInit = {}) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await answer(await fetch(`${url}${path}`, init));
+      } catch (error) {
+        if (attempt >= 2) throw error;
+      }
+    }
   };
+  const post = (path: string, body: unknown) =>
+    send(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const lease = "/v1/leases/held%2Fone";
   const member = "/v1/groups/held%2Fgroup/members/m1";
   const holder = { holder: "h", instance: INSTANCE };
@@ -73,11 +84,7 @@ it("under a flood of acquisitions and lists, a current holder's renewals and hea
     for (let n = 0; flooding; n++) {
       const res =
         n % 4 === 3
-          ? await fetch(`${url}/v1/leases?prefix=flood%2F&limit=200`).then(async (r) => ({
-              status: r.status,
-              retryAfter: r.headers.get("retry-after"),
-              body: await r.json(),
-            }))
+          ? await send("/v1/leases?prefix=flood%2F&limit=200")
           : await post(`/v1/leases/flood%2F${i}-${n}/acquire`, {
               holder: `f${i}`,
               instance: `flood-${i}-0123456789`,

@@ -88,7 +88,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   // LEASEHOLD_IN_FLIGHT alone: the reserved share follows it (a quarter).
   LEASEHOLD_IN_FLIGHT: {
     value: "40",
-    check: (c) => expect(c.admission).toEqual({ inFlight: 40, reservedInFlight: 10, lateMs: 250 }),
+    check: (c) => expect(c.admission).toEqual({ inFlight: 40, reservedInFlight: 10, lateMs: 1000 }),
   },
   LEASEHOLD_RESERVED_IN_FLIGHT: { value: "200", check: (c) => expect(c.admission?.reservedInFlight).toBe(200) },
   LEASEHOLD_LATE_MS: { value: "100", check: (c) => expect(c.admission?.lateMs).toBe(100) },
@@ -345,7 +345,7 @@ describe("warnings and the start-up line", () => {
     const config = readServerConfig({ LEASEHOLD_TOKENS: two, HOST: "0.0.0.0" }, "node");
     const line = startupLine(config, "http://0.0.0.0:8787");
     expect(line).toBe(
-      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 250',
+      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000',
     );
     expect(line).not.toContain(TOKEN);
   });

@@ -73,7 +73,7 @@ export interface AppOptions {
    * Renewals first (src/api/admission.ts): at most `inFlight` requests at once (default 512), of
    * which `reservedInFlight` (default a quarter) only for current holders' renewals, releases and
    * member heartbeats; while `lateness()` (ms, e.g. a LatenessProbe's `now`) exceeds `lateMs`
-   * (default 250) only those are served. Everything else is answered 503 `over-capacity` with
+   * (default 1000) only those are served. Everything else is answered 503 `over-capacity` with
    * Retry-After. Default: off, every request admitted (on Lambda and Workers these per-instance
    * bounds mean nothing); the Node entries turn it on.
    */

@@ -53,9 +53,11 @@ export interface ServeOptions {
   /**
    * Renewals first (src/api/admission.ts): requests in flight, the share reserved for current
    * holders, and the event-loop lateness past which only they are served (measured here by a
-   * LatenessProbe). Default: on, with the bounds' defaults; `false` turns it off.
+   * LatenessProbe), with the bounds' defaults for what is not given. Default for `serve()`: off (a
+   * library caller or a test decides); `npm start` and `leasehold serve` turn it on from their
+   * variables (LEASEHOLD_IN_FLIGHT, LEASEHOLD_RESERVED_IN_FLIGHT, LEASEHOLD_LATE_MS).
    */
-  admission?: Omit<AdmissionOptions, "lateness"> | false;
+  admission?: Omit<AdmissionOptions, "lateness">;
 }
 
 export interface RunningServer {
@@ -77,7 +79,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
 }
 
 async function listen(options: ServeOptions, host: string, auth: AuthMode): Promise<RunningServer> {
-  const probe = options.admission === false ? undefined : new LatenessProbe();
+  const probe = options.admission ? new LatenessProbe() : undefined;
   const admission = probe ? { ...options.admission, lateness: () => probe.now() } : undefined;
   const app = createApp({
     store: options.store,
