@@ -47,9 +47,43 @@ function shed(answer: { status: number; retryAfter: string | null; body: Record<
   expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
 }
 
+/** A store whose reads wait while `hold` is on: requests stay in flight as long as a test wants. */
+function gatedStore() {
+  const inner = new MemoryStore();
+  let gate: Promise<void> | undefined;
+  let only: string | undefined;
+  let open: () => void = () => undefined;
+  const store: LeaseStore = {
+    get: async (name, options) => {
+      if (only === undefined || only === name) await gate;
+      return inner.get(name, options);
+    },
+    put: (next, expected, options) => inner.put(next, expected, options),
+    list: (prefix, options) => inner.list(prefix, options),
+  };
+  return {
+    store,
+    inner,
+    /** Reads wait (of `name` only, when given) until `release`. */
+    hold: (name?: string) => {
+      only = name;
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+    },
+    release: () => {
+      gate = undefined;
+      open();
+    },
+  };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
 describe("while the server is late (lateMs)", () => {
-  it("a current holder renews (renew, acquire again, PUT of its term, release); everything else is 503 lateMs", async () => {
-    const { call, setLate } = api();
+  it("a current holder renews (renew, acquire again, PUT of its term, release); everything else is 503 lateMs but one at a time", async () => {
+    const gated = gatedStore();
+    const { call, setLate } = api(gated.store);
     const held = await call("POST", `${path("jobs/a")}/acquire`, { holder: "h", instance: INSTANCE, leaseMs: 60_000 });
     expect(held.status).toBe(200);
     const other = await call("POST", `${path("jobs/b")}/acquire`, { holder: "o", instance: OTHER, leaseMs: 60_000 });
@@ -62,6 +96,11 @@ describe("while the server is late (lateMs)", () => {
     expect(session.status).toBe(200);
 
     setLate(500);
+    // One request that is not a holder's goes on while late (here a read that waits in the store),
+    // so a takeover still makes progress; every other one is refused while it is in flight.
+    gated.hold("jobs/slow");
+    const slow = call("GET", path("jobs/slow"));
+    await settle();
     const holder = { holder: "h", instance: INSTANCE };
     expect((await call("POST", `${path("jobs/a")}/renew`, { ...holder, term: 1 })).status).toBe(200);
     // Acquire by the current holder's own process is a renewal.
@@ -111,6 +150,10 @@ describe("while the server is late (lateMs)", () => {
     // The service routes are not admitted at all: a supervisor still sees the server.
     expect((await call("GET", "/healthz")).status).toBe(200);
 
+    // The one in flight is answered; then the next one goes on, late or not.
+    gated.release();
+    expect((await slow).status).toBe(404);
+    expect((await call("GET", path("jobs/slow"))).status).toBe(404);
     // What was shed changed nothing: jobs/a is still h's, term 1; nothing was created.
     setLate(0);
     const now = await call("GET", path("jobs/a"));
@@ -120,44 +163,19 @@ describe("while the server is late (lateMs)", () => {
 
     // A holder's release is its own request too; then the lease is an acquisition's again.
     setLate(500);
+    gated.hold("jobs/slow");
+    const slowAgain = call("GET", path("jobs/slow"));
+    await settle();
     expect((await call("POST", `${path("jobs/b")}/release`, { holder: "o", instance: OTHER, term: 1 })).status).toBe(
       200,
     );
     shed(await call("POST", `${path("jobs/b")}/acquire`, { holder: "o", instance: OTHER, leaseMs: 5000 }), "lateMs");
+    gated.release();
+    await slowAgain;
     const metrics = await call("GET", "/metrics");
     expect(String(metrics.body)).toMatch(/leasehold_admission_refused_total\{bound="lateMs",lane="other"\} \d+/);
   });
 });
-
-/** A store whose reads wait while `hold` is on: requests stay in flight as long as a test wants. */
-function gatedStore() {
-  const inner = new MemoryStore();
-  let gate: Promise<void> | undefined;
-  let open: () => void = () => undefined;
-  const store: LeaseStore = {
-    get: async (name, options) => {
-      await gate;
-      return inner.get(name, options);
-    },
-    put: (next, expected, options) => inner.put(next, expected, options),
-    list: (prefix, options) => inner.list(prefix, options),
-  };
-  return {
-    store,
-    inner,
-    hold: () => {
-      gate = new Promise((resolve) => {
-        open = resolve;
-      });
-    },
-    release: () => {
-      gate = undefined;
-      open();
-    },
-  };
-}
-
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 describe("requests in flight (inFlight, reservedInFlight)", () => {
   it("the unreserved share in use: acquisitions and reads are 503 inFlight, the holder's renewals are served", async () => {

@@ -18,8 +18,10 @@
  *
  * Bounds: at most `inFlight` requests at once, of which `reservedInFlight` only for the first two
  * lanes. An `other` request is refused 503 `over-capacity` with Retry-After when the server is
- * late (its event loop more than `lateMs` behind: bound `lateMs`), then when the unreserved share
- * is in use (bound `inFlight`); a holder's request only when all of `inFlight` is. A watch stream
+ * late (its event loop more than `lateMs` behind: bound `lateMs`) and another such request is in
+ * flight already (one at a time goes on, so a takeover of a dead holder's lease still makes
+ * progress through a long overload), then when the unreserved share is in use (bound `inFlight`);
+ * a holder's request only when all of `inFlight` is. A watch stream
  * counts while its request is answered, not while it streams (streams have their own bounds,
  * src/api/limits.ts). Counters live in this instance's memory.
  *
@@ -52,6 +54,8 @@ export interface Ticket {
 
 export class Admission {
   private open = 0;
+  /** Of `open`, those admitted as anyone's (not on the holders' say-so). */
+  private others = 0;
   /** What this instance last saw held (fed by createApp from the watch hub's observers). */
   readonly holdings = new Holdings();
 
@@ -75,7 +79,7 @@ export class Admission {
         this.refused(refusal.extra.bound as "inFlight" | "lateMs", lane);
         throw refusal;
       }
-      return this.ticket(undefined);
+      return this.ticket(undefined, true);
     }
     if (this.open >= this.bounds.inFlight) {
       this.refused("inFlight", lane);
@@ -84,13 +88,15 @@ export class Admission {
         `this server has ${this.open} requests in flight, the most it serves (inFlight ${this.bounds.inFlight}); retry later`,
       );
     }
-    return this.ticket(lane === "renewal" ? refusal : undefined);
+    return this.ticket(lane === "renewal" ? refusal : undefined, false);
   }
 
   /** Why a request that is not a current holder's would be refused now, if it would. */
   private refusalOfOther(): ProblemError | undefined {
     const late = this.lateness();
-    if (late > this.bounds.lateMs) {
+    // While late, one such request at a time still goes through: a follower's takeover of a lease
+    // whose holder died must not wait for the load to end, only behind the holders.
+    if (late > this.bounds.lateMs && this.others >= LATE_OTHERS) {
       return overCapacity(
         "lateMs",
         `this server is ${Math.round(late)} ms late (lateMs ${this.bounds.lateMs}): it serves current holders' renewals and member heartbeats first; retry after Retry-After`,
@@ -106,8 +112,9 @@ export class Admission {
     return undefined;
   }
 
-  private ticket(renewalsOnly: ProblemError | undefined): Ticket {
+  private ticket(renewalsOnly: ProblemError | undefined, other: boolean): Ticket {
     this.open++;
+    if (other) this.others++;
     let open = true;
     return {
       renewalsOnly,
@@ -115,10 +122,14 @@ export class Admission {
         if (!open) return;
         open = false;
         this.open--;
+        if (other) this.others--;
       },
     };
   }
 }
+
+/** Requests that are not a holder's served at once while the server is late. */
+const LATE_OTHERS = 1;
 
 function overCapacity(bound: "inFlight" | "lateMs", detail: string): ProblemError {
   return new ProblemError("over-capacity", detail, { bound, retryAfter: 1 });
