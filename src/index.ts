@@ -48,7 +48,6 @@ export {
   isLeadershipLostError,
   isLeaseConflictError,
   isLeaseCorruptError,
-  isLeaseholdApiError,
   isLeaseholdError,
   isLeaseStillHeldError,
   isLeaseStoreError,
@@ -61,7 +60,6 @@ export {
   LeadershipLostError,
   LeaseConflictError,
   LeaseCorruptError,
-  LeaseholdApiError,
   LeaseholdError,
   LeaseStillHeldError,
   LeaseStoreError,
@@ -74,6 +72,7 @@ export {
   StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
+export { isLeaseholdApiError, LeaseholdApiError } from "./http/api-error.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { bucketOf } from "./sharding/bucket-of.js";

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
+import type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** The longest lease name: the pattern allows 192 characters. */
 export const MAX_NAME_LENGTH = 192;
@@ -197,31 +198,7 @@ const storedRecordSchema = recordSchema.extend({
   name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
 });
 
-/** One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`. */
-export interface LeaseRecord {
-  name: string;
-  /** Identity of the leader, or `null` once released. */
-  holder: string | null;
-  /** Fencing token: +1 each time leadership passes to a holder; never reused, survives release. */
-  term: number;
-  /** How long the lease is valid after each renewal, as declared by the holder. */
-  leaseMs: number;
-  /** Wall-clock ms when the current term began (writer's clock). */
-  acquiredAt: number;
-  /** Wall-clock ms of the write that produced this revision (writer's clock). */
-  renewedAt: number;
-  metadata: Record<string, string>;
-  /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
-  writeId: string;
-}
-
-/** Opaque compare-and-swap token; only the store that issued it understands it. */
-export type Revision = string;
-
-export interface Stored {
-  record: LeaseRecord;
-  revision: Revision;
-}
+export type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
 export interface CallOptions {

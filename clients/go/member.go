@@ -215,8 +215,18 @@ func (m *member) refused(ctx context.Context, err error) (time.Duration, error) 
 		m.waitStopped()
 		return 0, err
 	case p.OverBound():
+		// Nothing was done (a busy server sheds new sessions first, and renewals only when it is
+		// full): wait its Retry-After, but while the session's window is open never past half of
+		// what is left of it, so one more heartbeat comes before it closes.
 		m.log.Warn("heartbeat refused over a bound of the server", "bound", p.Bound, "retryAfter", p.RetryAfter)
-		return m.t.after(max(m.t.retry, p.RetryAfter)), nil
+		wait := m.t.after(max(m.t.retry, p.RetryAfter))
+		m.mu.Lock()
+		session, deadline := m.session, m.deadline
+		m.mu.Unlock()
+		if left := deadline.Sub(m.clock.Now()); session > 0 && left > 0 {
+			wait = max(min(wait, left/2), m.t.retry/4)
+		}
+		return wait, nil
 	}
 	if ctx.Err() == nil {
 		m.log.Warn("heartbeat failed", "error", err)

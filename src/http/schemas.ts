@@ -248,7 +248,11 @@ export const Problem = z
     }),
     bound: z.string().optional().meta({
       description:
-        "The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections",
+        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
+    }),
+    freeInMs: z.number().int().min(0).optional().meta({
+      description:
+        "409 conflict of a lease still held by another holder: in how many milliseconds this server will consider it free (renewedAt + leaseMs + maxSkewMs by its clock, plus 1); Retry-After is this in whole seconds, rounded up",
     }),
     group: z.string().optional().meta({
       description: "The sharded group a refused write's record belongs to (409 group-record): use its group routes",

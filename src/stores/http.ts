@@ -15,13 +15,13 @@
  */
 
 import {
-  isLeaseholdApiError,
   LeaseConflictError,
   LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
 } from "../errors.js";
+import { isLeaseholdApiError } from "../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../http/client.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
@@ -99,7 +99,9 @@ export class HttpStore implements LeaseStore {
       }
       const kind = isLeaseholdApiError(error) ? error.problem?.type.split(":").at(-1) : undefined;
       if (isLeaseholdApiError(error) && (kind === "conflict" || kind === "holder-in-use")) {
-        const retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
+        // The server's own moment (freeInMs, to the millisecond) when it sent one, else Retry-After.
+        const retryAfterMs =
+          error.problem?.freeInMs ?? (error.retryAfter === undefined ? undefined : error.retryAfter * 1000);
         throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, retryAfterMs, {
           cause: error,
         });
@@ -146,8 +148,9 @@ export class HttpStore implements LeaseStore {
   private streamsRefused = false;
 
   /**
-   * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied.
-   * 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
+   * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied,
+   * but for 503 over-capacity, which the server answers before doing anything (a busy server
+   * sheds acquisitions and reads first: src/api/admission.ts). 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
    * retry fixes, not a store outage (the CLI names LEASEHOLD_TOKEN for it).
    */
   private mapError(error: unknown, what: string, write: boolean): Error {
@@ -158,7 +161,7 @@ export class HttpStore implements LeaseStore {
     if (error.status === 400 && error.problem?.errors) {
       return new LeaseValidationError("lease record", error.problem.errors);
     }
-    const refused = error.status >= 400 && error.status < 500;
+    const refused = (error.status >= 400 && error.status < 500) || error.problem?.type.endsWith(":over-capacity");
     return new LeaseStoreError(`HTTP store ${what}: ${error.message}`, { ambiguous: write && !refused, cause: error });
   }
 }

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { isLeaseholdApiError } from "../../src/errors.js";
+import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import type { HeartbeatView } from "../../src/http/schemas.js";
 import { Problem } from "../../src/http/schemas.js";

@@ -17,7 +17,7 @@
  * `{"held":[...],"at":"<ns>"}` (the first one, empty, says it is ready).
  */
 import { closeSync, openSync, writeSync } from "node:fs";
-import { isLeaseholdApiError } from "../../src/errors.js";
+import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";

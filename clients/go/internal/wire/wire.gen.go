@@ -566,12 +566,15 @@ type MemberLeft struct {
 
 // Problem RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)
 type Problem struct {
-	// Bound The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections
+	// Bound The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)
 	Bound  *string `json:"bound,omitempty"`
 	Detail string  `json:"detail"`
 
 	// Errors Each failing field (400)
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FreeInMs 409 conflict of a lease still held by another holder: in how many milliseconds this server will consider it free (renewedAt + leaseMs + maxSkewMs by its clock, plus 1); Retry-After is this in whole seconds, rounded up
+	FreeInMs *int `json:"freeInMs,omitempty"`
 
 	// Group The sharded group a refused write's record belongs to (409 group-record): use its group routes
 	Group  *string `json:"group,omitempty"`
