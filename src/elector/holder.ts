@@ -30,6 +30,7 @@
  * Runtime-neutral: no Node-only API.
  */
 import type { Clock } from "../clock.js";
+import { isLeaseStillHeldError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
@@ -418,6 +419,13 @@ export class LeaseHolder {
     if (this.stopRequested) return;
     if (outcome.kind === "lost") return this.observe(outcome.current);
     this.events.emit("error", { error: outcome.error, during: "acquire" });
+    const freeInMs = isLeaseStillHeldError(outcome.error) ? outcome.error.retryAfterMs : undefined;
+    if (freeInMs !== undefined) {
+      // The API refused (certainly not applied) and said when it will count the lease free: try
+      // the same CAS at that moment instead of a retry later (docs/design.md §5, freeInMs).
+      await this.wait(Math.min(freeInMs, this.s.leaseMs));
+      return;
+    }
     this.needsRead = true;
     await this.wait(this.retryDelay());
   }
