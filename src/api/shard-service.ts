@@ -278,7 +278,20 @@ export class ShardService {
 
   // ---- deciding ----
 
-  /** What the session write is: a renewal of the caller's own live session, or a new one. */
+  /**
+   * What the session write is: a renewal of the caller's own live session, or a new one.
+   *
+   * - With `session`: renewed only while the member could still be inside its window. The member's
+   *   window closes at `sentAt + leaseMs - safetyMs` of its last answered heartbeat, which the
+   *   server renewed (stamping `renewedAt`) after that send; so a renewal arriving after
+   *   `renewedAt + leaseMs` comes from a member whose work has stopped (or whose answer will come
+   *   too late to act on). Renewing it would list the same buckets at the terms it stopped, which
+   *   it may never start again: it is refused, and the member starts the next session.
+   * - Without `session`: a new session (term + 1) on top of the member's own live one when the
+   *   member names that session as ended; a session newer than the one it names is one it never
+   *   acted on (a start whose answer was lost, or a start that arrived late, after a newer one):
+   *   it is renewed, never ended, since the member may be working under it now.
+   */
   private sessionStep(
     group: string,
     member: string,
@@ -290,14 +303,24 @@ export class ShardService {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
     const ours = live && sameInstance(mine, proof);
     if (req.session !== undefined) {
-      if (ours && mine.term === req.session) return { kind: "renew", term: mine.term };
+      if (req.ended !== undefined) {
+        throw new ProblemError("validation", "ended: send it only without session (to start the next session)", {
+          errors: [{ path: "ended", message: "expected only without session" }],
+        });
+      }
+      if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) return { kind: "renew", term: mine.term };
       if (live && !ours) throw memberInUse(group, member, mine);
       throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
     }
-    // A start whose answer was lost is recognised by its instance and renewed, not refused.
-    if (ours) return { kind: "renew", term: mine.term };
-    if (live) throw memberInUse(group, member, mine);
+    if (live && !ours) throw memberInUse(group, member, mine);
+    if (ours && mine.term > (req.ended ?? 0)) return { kind: "renew", term: mine.term };
     return { kind: "start", term: (mine?.term ?? 0) + 1 };
+  }
+
+  /** `renewedAt + leaseMs` has passed on this server's clock: no member can still be inside the window. */
+  private pastWindow(m: MemberInfo, wall: number): boolean {
+    const r = m.stored.record;
+    return wall > r.renewedAt + r.leaseMs;
   }
 
   /** The caller's live session, the one it names from its own instance; otherwise the problem. */
@@ -523,11 +546,15 @@ function sessionEnded(
   else if (mine.holder === null) why = mine.fencedBy ? `"${mine.fencedBy}" ended it after it expired` : "it was left";
   else {
     const r = mine.stored.record;
-    why = `it expired ${wall - (r.renewedAt + r.leaseMs + maxSkewMs)} ms ago (no heartbeat within leaseMs)`;
+    const late = wall - (r.renewedAt + r.leaseMs);
+    why =
+      wall > r.renewedAt + r.leaseMs + maxSkewMs
+        ? `it expired ${wall - (r.renewedAt + r.leaseMs + maxSkewMs)} ms ago (no heartbeat within leaseMs)`
+        : `this heartbeat arrived ${late} ms after renewedAt + leaseMs, when the member's own window had closed: its work has stopped, and renewing would hand back terms it stopped`;
   }
   return new ProblemError(
     "session-ended",
-    `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session to start the next`,
+    `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session (ended: ${session}) to start the next`,
   );
 }
 
