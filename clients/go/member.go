@@ -95,6 +95,9 @@ type member struct {
 	ended map[int]int64
 	// last is each bucket's latest tenure, running or stopping (a new one waits for it).
 	last map[int]*bucketTenure
+	// confirming is, per bucket, the term whose hand-off confirmation is in flight.
+	confirming map[int]int64
+	confirms   sync.WaitGroup
 }
 
 type bucketTenure struct {
@@ -134,7 +137,7 @@ func newMember(cfg MemberConfig, work func(ctx context.Context, b Bucket) error)
 		client: cfg.Client, group: cfg.Group, id: id, instance: instance, buckets: cfg.Buckets, t: t,
 		clock: clock, log: log.With("group", cfg.Group, "member", id), work: work,
 		failed: make(chan error, 1), running: map[int]*bucketTenure{}, ended: map[int]int64{},
-		last: map[int]*bucketTenure{},
+		last: map[int]*bucketTenure{}, confirming: map[int]int64{},
 	}, nil
 }
 
@@ -270,24 +273,43 @@ func (m *member) adopt(hb Heartbeat, until time.Time) []HeldBucket {
 	return confirm
 }
 
-// confirm tells the server each bucket's work has stopped, once it has (at most Grace).
+// confirm tells the server each bucket's work has stopped, once it has (at most Grace). It runs
+// beside the heartbeats: a confirmation waiting for work to stop, or slow to answer, never holds
+// up the next renewal (confirming a few hand-offs one after another on a loaded machine let the
+// session's window close).
 func (m *member) confirm(ctx context.Context, session int64, buckets []HeldBucket) {
 	for _, b := range buckets {
 		m.mu.Lock()
-		last := m.last[b.Bucket]
-		m.mu.Unlock()
-		if last != nil && !waitDone(m.clock, last.done, m.t.grace) {
-			m.log.Warn("bucket work did not stop within Grace; confirming anyway", "bucket", b.Bucket, "term", b.Term)
-		}
-		callCtx, cancel := context.WithTimeout(ctx, m.t.call)
-		outcome, err := m.client.ConfirmHandoff(callCtx, m.group, m.id, m.instance, session, b.Bucket, b.Term)
-		cancel()
-		if err != nil {
-			// Refused or lost: the next heartbeat asks again or shows where the bucket went.
-			m.log.Warn("hand-off confirmation failed", "bucket", b.Bucket, "term", b.Term, "error", err)
+		if term, ok := m.confirming[b.Bucket]; ok && term == b.Term {
+			m.mu.Unlock()
 			continue
 		}
-		m.log.Info("handed off", "bucket", b.Bucket, "term", b.Term, "outcome", outcome)
+		m.confirming[b.Bucket] = b.Term
+		last := m.last[b.Bucket]
+		m.mu.Unlock()
+		m.confirms.Add(1)
+		go func() {
+			defer m.confirms.Done()
+			defer func() {
+				m.mu.Lock()
+				if m.confirming[b.Bucket] == b.Term {
+					delete(m.confirming, b.Bucket)
+				}
+				m.mu.Unlock()
+			}()
+			if last != nil && !waitDone(m.clock, last.done, m.t.grace) {
+				m.log.Warn("bucket work did not stop within Grace; confirming anyway", "bucket", b.Bucket, "term", b.Term)
+			}
+			callCtx, cancel := context.WithTimeout(ctx, m.t.call)
+			outcome, err := m.client.ConfirmHandoff(callCtx, m.group, m.id, m.instance, session, b.Bucket, b.Term)
+			cancel()
+			if err != nil {
+				// Refused or lost: the next heartbeat asks again or shows where the bucket went.
+				m.log.Warn("hand-off confirmation failed", "bucket", b.Bucket, "term", b.Term, "error", err)
+				return
+			}
+			m.log.Info("handed off", "bucket", b.Bucket, "term", b.Term, "outcome", outcome)
+		}()
 	}
 }
 
@@ -381,6 +403,7 @@ func (m *member) leave() {
 	if session > 0 {
 		m.leaveSession(session)
 	}
+	m.confirms.Wait()
 }
 
 // leaveSession ends session (its work has stopped), repeating an ambiguous answer a few times.

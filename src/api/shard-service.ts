@@ -74,7 +74,20 @@ interface Group {
   buckets: Map<number, BucketInfo>;
 }
 
-type SessionStep = { kind: "renew" | "start"; term: number };
+/**
+ * The session write: `stays` when the member stays in the view (a renewal, or a start on top of its
+ * own live session), so its run of sessions keeps the `since` it began with.
+ */
+type SessionStep = { kind: "renew" | "start"; term: number; stays: boolean };
+
+/** Member metadata key (over HTTP): when the member's unbroken run of live sessions began, wall-clock ms. */
+const SINCE = "since";
+
+/** When `m`'s unbroken run of sessions began: its `since`, or its session's start. */
+function sinceOf(m: MemberInfo): number {
+  const since = Number(m.stored.record.metadata[SINCE]);
+  return Number.isSafeInteger(since) ? since : m.stored.record.acquiredAt;
+}
 
 // ---- what a member proves: its instance (docs/security.md) ----
 // The caller's `instance` is never stored: its digest is, in the session record's reserved key.
@@ -120,7 +133,8 @@ export class ShardService {
       const before = this.plan(state, member, step.term, req.leaseMs, wall);
       if (before.staleConfig) continue; // a re-shard under way: read the config again
       if (!mine) await this.leases.admitCreate(caller);
-      const metadata = withDigest(memberMetadata(before.wants), proof.digest);
+      const since = step.stays && mine ? sinceOf(mine) : wall;
+      const metadata = withDigest({ ...memberMetadata(before.wants), [SINCE]: String(since) }, proof.digest);
       const next = sessionRecord(name, member, step, mine, req, metadata, wall);
       const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null, caller.by);
       if (outcome.kind === "lost") continue;
@@ -308,13 +322,15 @@ export class ShardService {
           errors: [{ path: "ended", message: "expected only without session" }],
         });
       }
-      if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) return { kind: "renew", term: mine.term };
+      if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) {
+        return { kind: "renew", term: mine.term, stays: true };
+      }
       if (live && !ours) throw memberInUse(group, member, mine);
       throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
     }
     if (live && !ours) throw memberInUse(group, member, mine);
-    if (ours && mine.term > (req.ended ?? 0)) return { kind: "renew", term: mine.term };
-    return { kind: "start", term: (mine?.term ?? 0) + 1 };
+    if (ours && mine.term > (req.ended ?? 0)) return { kind: "renew", term: mine.term, stays: true };
+    return { kind: "start", term: (mine?.term ?? 0) + 1, stays: ours };
   }
 
   /** `renewedAt + leaseMs` has passed on this server's clock: no member can still be inside the window. */
@@ -375,8 +391,9 @@ export class ShardService {
   }
 
   /**
-   * When the live view last changed, by the records' own stamps: a live session's start, a
-   * session's end (released or fenced), or an unfenced session's expiry.
+   * When the live view last changed, by the records' own stamps: a live member's joining (the start
+   * of its unbroken run of sessions: a member that starts its next session on top of its own live
+   * one never left the view), a session's end (released or fenced), or an unfenced session's expiry.
    */
   private viewChangedAt(members: ReadonlyMap<string, MemberInfo>, wall: number): number {
     let at = 0;
@@ -384,7 +401,7 @@ export class ShardService {
       const r = m.stored.record;
       if (m.holder === null) at = Math.max(at, r.renewedAt);
       else if (this.leases.isFree(r, wall)) at = Math.max(at, r.renewedAt + r.leaseMs + this.maxSkewMs);
-      else at = Math.max(at, r.acquiredAt);
+      else at = Math.max(at, sinceOf(m));
     }
     return at;
   }

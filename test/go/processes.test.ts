@@ -70,6 +70,16 @@ function leader(cluster: Cluster): Incarnation | undefined {
   return leading.length === 1 ? leading[0] : undefined;
 }
 
+/** Go members (ids starting "go") and TypeScript remote members of one group of `url`, in `dir`. */
+function mixedCluster(dir: string, url: string, group: string, leaseMs: number, buckets: number): Cluster {
+  const typescript = shardWorkerCommand("http", url, group, leaseMs, buckets);
+  return new Cluster(dir, buckets, (member, log) =>
+    member.startsWith("go")
+      ? { file: programs.member, args: [url, group, member, log, String(leaseMs), String(buckets)] }
+      : typescript(member, log),
+  );
+}
+
 /** The checks every scenario ends with, on the processes' own logs; returns the tenures. */
 function checkLogs(cluster: Cluster, label: string): number {
   const lines = readWork(cluster.incarnations);
@@ -168,13 +178,7 @@ describe("the Go module across OS processes", () => {
     // its member's window closes 0.9 s after it sent its last heartbeat.
     const lenient = await startServeProcess(join(root, "lenient.db"), leaseMs);
     onTestFinished(() => lenient.stop());
-    const dir = mkdtempSync(join(root, "paused-"));
-    const typescript = shardWorkerCommand("http", lenient.url, group, leaseMs, buckets);
-    const cluster = new Cluster(dir, buckets, (member, log) =>
-      member.startsWith("go")
-        ? { file: programs.member, args: [lenient.url, group, member, log, String(leaseMs), String(buckets)] }
-        : typescript(member, log),
-    );
+    const cluster = mixedCluster(mkdtempSync(join(root, "paused-")), lenient.url, group, leaseMs, buckets);
     onTestFinished(() => cluster.close());
     for (const id of ["go-0", "ts-0"]) cluster.start(id);
     await cluster.waitFor("balanced over 2 (forming)", () => cluster.balanced(), FIRST_MS);
@@ -224,13 +228,7 @@ describe("the Go module across OS processes", () => {
     const buckets = 16;
     const leaseMs = 1000;
     const group = "go/procs-group";
-    const dir = mkdtempSync(join(root, "sharded-"));
-    const typescript = shardWorkerCommand("http", server.url, group, leaseMs, buckets);
-    const cluster = new Cluster(dir, buckets, (member, log) =>
-      member.startsWith("go")
-        ? { file: programs.member, args: [server.url, group, member, log, String(leaseMs), String(buckets)] }
-        : typescript(member, log),
-    );
+    const cluster = mixedCluster(mkdtempSync(join(root, "sharded-")), server.url, group, leaseMs, buckets);
     onTestFinished(() => cluster.close());
     for (const id of ["go-0", "go-1", "ts-0", "ts-1"]) cluster.start(id);
     const three = shardBalanceBoundMs(buckets, 3, leaseMs);

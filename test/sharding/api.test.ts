@@ -422,7 +422,7 @@ describe("refusals", () => {
     expect(JSON.stringify(record)).not.toContain(a.instance);
     expect(record.metadata["leasehold.instance"]).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const shown = await client.get(memberName(group, "a"));
-    expect(shown?.metadata).toEqual({});
+    expect(shown?.metadata).toEqual({ since: String(record.acquiredAt) });
     const before = store.applied.length;
     const thief = "thief-instance-0000000001";
     expect(await refusal(client.leave(group, "a", { instance: thief, session: 1 }))).toMatchObject({

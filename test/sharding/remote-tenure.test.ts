@@ -120,6 +120,43 @@ describe("a remote member whose window closed gets new tenures at its next heart
     expect(theirs.length).toBeGreaterThan(0);
   });
 
+  it("a member starting its next session on top of its own never left the view: hand-offs asked go on", async () => {
+    const group = uniqueName("stays");
+    const members = ["a", "b", "c"].map((id) => ({ id, instance: crypto.randomUUID(), session: 0 }));
+    const beat = async (m: (typeof members)[number], extra: Partial<HeartbeatRequest> = {}) => {
+      const answer = await client.heartbeat(group, m.id, {
+        instance: m.instance,
+        leaseMs: LEASE_MS,
+        buckets: 4,
+        ...(m.session > 0 && extra.ended === undefined ? { session: m.session } : {}),
+        ...extra,
+      });
+      m.session = answer.session;
+      return answer;
+    };
+    const [a, b, c] = members as [(typeof members)[number], (typeof members)[number], (typeof members)[number]];
+    expect((await beat(a)).held).toHaveLength(4);
+    await clock.advance(100);
+    await beat(b);
+    await beat(c);
+    // Everyone renews; the view (a, b, c) has not changed since b and c joined.
+    for (let i = 0; i < 4; i++) {
+      await clock.advance(300);
+      for (const m of members) await beat(m);
+    }
+    const before = (await client.get(`${group}/members/c`))!;
+    // c's window closed (say): it starts its next session on top of its live one.
+    const restarted = await beat(c, { ended: c.session });
+    expect(restarted.session).toBe(2);
+    const after = (await client.get(`${group}/members/c`))!;
+    expect(after.metadata.since).toBe(before.metadata.since);
+    // The view is still stable: a is asked to hand buckets to b and c at once, not a lease later.
+    await beat(b);
+    await beat(c);
+    const asked = await beat(a);
+    expect(asked.handoffs.map((h) => h.to).sort()).toEqual(["b", "c"]);
+  });
+
   it("another process under the member id still waits for the live session to expire, whatever it names", async () => {
     const group = uniqueName("other");
     const mine = await client.heartbeat(group, "m1", {

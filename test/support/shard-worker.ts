@@ -192,14 +192,19 @@ async function remote(baseUrl: string): Promise<void> {
     }
     for (const h of answer.handoffs) stop(h.bucket);
     printHeld();
-    // The work stopped synchronously above: confirm each.
-    for (const c of confirm) {
-      ended.set(c.bucket, Math.max(ended.get(c.bucket) ?? 0, c.term));
-      await client
-        .confirmHandoff(group!, member!, { instance, session, bucket: c.bucket, term: c.term })
-        .catch(() => undefined); // refused or failed: the next heartbeat asks again or shows where it went
-    }
+    // The work stopped synchronously above: confirm each, all at once. The next heartbeat waits for
+    // them only until it is due: confirmations must never hold up a renewal (a member confirming a
+    // few hand-offs one after another on a loaded machine let its window close).
+    const confirmed = Promise.all(
+      confirm.map((c) => {
+        ended.set(c.bucket, Math.max(ended.get(c.bucket) ?? 0, c.term));
+        return client
+          .confirmHandoff(group!, member!, { instance, session: session!, bucket: c.bucket, term: c.term })
+          .catch(() => undefined); // refused or failed: the next heartbeat asks again or shows where it went
+      }),
+    );
     const settled = answer.settled && confirm.length === 0;
+    await Promise.race([confirmed, sleep(Math.max(0, sentAt + renewMs - monotonicMs()))]);
     await sleep(Math.max(0, sentAt + (settled ? renewMs : retryMs) - monotonicMs()));
   }
 }
