@@ -17,11 +17,15 @@
  *   Moving one needs the member's confirmation that its work has stopped (`confirmHandoff`), or
  *   the end of its session (leave, or expiry and a fence).
  * - "The view has been stable for `settleMs`" is judged from the member records' stamps (when each
- *   live session began, when each ended or expired), with the caller's `leaseMs` as `settleMs`.
+ *   live member's run of sessions began, its `since`; when each session ended or expired), with the
+ *   caller's `leaseMs` as `settleMs`.
  *   Stability only gates hand-off requests, which need the owner's cooperation: a wrong judgement
  *   can move a bucket early or late, never give it to two members.
  * - The member's session window is the member's own business: it stops all work at its own
- *   monotonic `sentAt + leaseMs - safetyMs`; nothing the server answers extends that.
+ *   monotonic `sentAt + leaseMs - safetyMs`; nothing the server answers extends that. What the
+ *   server makes sure of is that a member that had to stop never gets the same terms back: no
+ *   renewal for a heartbeat arriving after `renewedAt + leaseMs`, and a start on top of the
+ *   member's own live session when it names that session as ended (`sessionStep`).
  *
  * Runtime-neutral.
  */
