@@ -333,9 +333,14 @@ const bucketTerm = term(1).meta({
 export const HeartbeatBody = z
   .strictObject({
     instance,
-    session: sessionTerm
-      .optional()
-      .meta({ description: "The session this process holds, from the last heartbeat's answer; omit it to start one" }),
+    session: sessionTerm.optional().meta({
+      description:
+        "The session this process holds, from the last heartbeat's answer. Send it only while that session's window (`sentAt + leaseMs - safetyMs` of the last heartbeat whose answer you acted on) is still open; otherwise omit it to start the next session",
+    }),
+    ended: sessionTerm.optional().meta({
+      description:
+        "Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session",
+    }),
     leaseMs: leaseMs.meta({
       description:
         "How long the session is valid after each heartbeat (ms). Stop all work at your own monotonic clock's `sentAt + leaseMs - safetyMs`",
