@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { isLeaseholdApiError } from "../../src/errors.js";
+import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import { type HeartbeatRequest, Problem } from "../../src/http/schemas.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
