@@ -320,12 +320,9 @@ export class ShardService {
   ): SessionStep {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
     const ours = live && sameInstance(mine, proof);
-    if (req.session !== undefined) {
-      if (req.ended !== undefined) {
-        throw new ProblemError("validation", "ended: send it only without session (to start the next session)", {
-          errors: [{ path: "ended", message: "expected only without session" }],
-        });
-      }
+    // `ended` at or past the session named says that session is over for the member: a start, never
+    // a renewal of work it stopped. An older `ended` beside `session` says nothing new and is ignored.
+    if (req.session !== undefined && (req.ended === undefined || req.ended < req.session)) {
       if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) {
         return { kind: "renew", term: mine.term, stays: true };
       }

@@ -339,7 +339,7 @@ export const HeartbeatBody = z
     }),
     ended: sessionTerm.optional().meta({
       description:
-        "Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session",
+        "With a start (no `session`): the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session. Sent with `session`, it is ignored when older than `session`, and makes the call a start when not (that session has ended for the member)",
     }),
     leaseMs: leaseMs.meta({
       description:
