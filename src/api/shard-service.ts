@@ -321,11 +321,6 @@ export class ShardService {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
     const ours = live && sameInstance(mine, proof);
     if (req.session !== undefined) {
-      if (req.ended !== undefined) {
-        throw new ProblemError("validation", "ended: send it only without session (to start the next session)", {
-          errors: [{ path: "ended", message: "expected only without session" }],
-        });
-      }
       if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) {
         return { kind: "renew", term: mine.term, stays: true };
       }

@@ -335,7 +335,7 @@ export const HeartbeatBody = z
     }),
     ended: sessionTerm.optional().meta({
       description:
-        "Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session",
+        "Without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session. Ignored with `session`",
     }),
     leaseMs: leaseMs.meta({
       description:

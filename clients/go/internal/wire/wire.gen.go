@@ -389,7 +389,7 @@ type HeartbeatRequest struct {
 	// Buckets The bucket count a new group starts with; an existing group keeps its own (changing it is `reshard`)
 	Buckets *int `json:"buckets,omitempty"`
 
-	// Ended Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session
+	// Ended Without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session. Ignored with `session`
 	Ended *int `json:"ended,omitempty"`
 
 	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
