@@ -132,7 +132,7 @@ async function oneHandover(v: Variant, server: TimedApi, name: string): Promise<
   const a = make("a");
   const b = make("b");
   try {
-    const aElected = new Promise<void>((resolve) => a.elector.on("elected", () => resolve()));
+    const aElected = new Promise<true>((resolve) => a.elector.on("elected", () => resolve(true)));
     a.elector.start();
     if ((await within(aElected, 10_000)) === undefined) return `${name}: A never led`;
     const bElected = new Promise<bigint>((resolve) => b.elector.on("elected", () => resolve(ns())));
