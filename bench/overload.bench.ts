@@ -24,8 +24,8 @@ import type { LeaseStore } from "../src/lease.js";
 import { HttpStore } from "../src/stores/http.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { startServeProcess } from "../test/support/process-cluster.js";
-import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
-import { eventLoopDelay, type LoopDelay, processCpuMs, startCpuHogs } from "./support/load.js";
+import { machineLoad, QUICK, sleep, tempDir, within } from "./support/common.js";
+import { eventLoopDelay, type Hogs, type LoopDelay, processCpuMs, startCpuHogs } from "./support/load.js";
 import type { Table } from "./table.js";
 
 const LEASE_MS = 3000;
@@ -38,6 +38,8 @@ const RECOVERY_MAX_MS = QUICK ? 15_000 : 40_000;
 const ACQUIRE_MS = 60_000;
 /** Leases start spread over max(renewMs, this × leases): at most 500 acquisitions a second. */
 const START_SPREAD_MS_PER_LEASE = 2;
+/** How long stopping the fleet may take before it is reported and left behind. */
+const STOP_MS = 30_000;
 /** Seconds in a row that must be healthy for the fleet to count as recovered. */
 const HEALTHY_RUN = 3;
 
@@ -223,12 +225,15 @@ async function variant(path: Path, mode: string, leases: number): Promise<Result
   const probe = new Recorder();
   const loop = eventLoopDelay();
   let fleet: Fleet | undefined;
+  let hogs: Hogs | undefined;
+  const say = (what: string) => console.error(`overload ${path} ${mode} ${leases}: ${what}`);
   try {
     fleet = await fleetFactory({ store, leases, prefix: `overload/${path}/${mode}`, probe });
     const deadline = performance.now() + ACQUIRE_MS;
     while (probe.held < leases && performance.now() < deadline) await sleep(100);
     // Measured either way: leases never acquired count as renewals missed.
     result.heldAtStart = probe.held;
+    say(`${probe.held} held; measuring`);
     await sleep(2 * RENEW_MS); // two renewal rounds before measuring
     probe.next(leases, 0);
     loop.take();
@@ -236,11 +241,13 @@ async function variant(path: Path, mode: string, leases: number): Promise<Result
     result.before = probe.next(leases, BEFORE_MS);
     result.loopBefore = loop.take();
     const cpu0 = processCpuMs(server?.child.pid);
-    const hogs = startCpuHogs();
+    say("hog on");
+    hogs = startCpuHogs();
     const hogStart = performance.now();
     await sleep(HOG_MS);
     const hogMs = performance.now() - hogStart;
     await hogs.stop();
+    say("hog off");
     const hogEnd = performance.now();
     result.hog = probe.next(leases, hogMs);
     result.loopHog = loop.take();
@@ -256,10 +263,23 @@ async function variant(path: Path, mode: string, leases: number): Promise<Result
     result.after = probe.next(leases, performance.now() - hogEnd);
     return result;
   } catch (error) {
-    return { ...result, problem: (error as Error).message };
+    result.problem = (error as Error).message;
+    return result;
   } finally {
     loop.stop();
-    await fleet?.stop();
+    await hogs?.stop();
+    // Bounded: a stop() that does not return is reported, and the next variant still runs.
+    if (
+      fleet &&
+      (await within(
+        fleet.stop().then(() => true),
+        STOP_MS,
+      )) === undefined
+    ) {
+      result.problem = `${result.problem ? `${result.problem}; ` : ""}stop() of the leases did not return within ${STOP_MS / 1000} s`;
+    }
+    // The whole result as soon as it exists: a long run cut short still leaves its rows.
+    say(`done ${JSON.stringify(result)}`);
     await store.close?.();
     await server?.stop();
     dir.remove();
@@ -268,6 +288,9 @@ async function variant(path: Path, mode: string, leases: number): Promise<Result
 
 function overloadTable(results: Result[]): Table {
   const pct = (c: Counts | undefined, k: "onTime" | "renewed") => (c && c.due > 0 ? (100 * c[k]) / c.due : "-");
+  const problems = results.flatMap((r) =>
+    r.problem && r.before ? [`${r.path} ${r.mode} ${r.leases}: ${r.problem}`] : [],
+  );
   return {
     title: "Goodput under overload: renewals with a CPU hog on each core",
     note:
@@ -278,7 +301,8 @@ function overloadTable(results: Result[]): Table {
       `under the hog and after it. Loop delay: this process's event loop (monitorEventLoopDelay, ms). Recovery: from ` +
       `the hog's end until ${HEALTHY_RUN} seconds in a row with 99 % of renewals on time and none lost. sqlite: ` +
       `SqliteStore in this process; api: \`leasehold serve\` on SQLite in its own process, one HttpStore here ` +
-      `(server CPU: 100 % = one core). ${machineLoad()} at the end.`,
+      `(server CPU: 100 % = one core). ${machineLoad()} at the end.` +
+      (problems.length > 0 ? ` Anomalies: ${problems.join("; ")}.` : ""),
     columns: [
       "path",
       "mode",
@@ -296,7 +320,7 @@ function overloadTable(results: Result[]): Table {
       "recovery s",
     ],
     rows: results.map((r) =>
-      r.problem
+      r.before === undefined
         ? [r.path, r.mode, r.leases, `not measured: ${r.problem}`, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
         : [
             r.path,

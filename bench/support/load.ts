@@ -58,6 +58,8 @@ export function eventLoopDelay(): { take(): LoopDelay; stop(): void } {
   histogram.enable();
   return {
     take: () => {
+      // No sample at all (the loop never got to run the sampling timer): say so, not 0.
+      if (histogram.count === 0) return { p50: Number.NaN, p99: Number.NaN, max: Number.NaN };
       const out = {
         p50: histogram.percentile(50) / 1e6,
         p99: histogram.percentile(99) / 1e6,
