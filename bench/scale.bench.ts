@@ -1,6 +1,8 @@
 /**
- * Scale: one process holding 1 to 10,000 leases, one Elector per lease (each the only candidate,
- * so each is a leader renewing every second), on the memory and SQLite stores. Over a measuring
+ * Scale: one process holding 1 to 10,000 leases, on the memory and SQLite stores, in two modes side
+ * by side: one Elector per lease (each the only candidate, so each a leader renewing its own record
+ * every renewMs), and every lease bound to one session (`openSession`, `session.elector`: one write
+ * per renewMs for the process, docs/design.md §4). Over a measuring
  * window: CPU (process.cpuUsage), memory (RSS, and heap per elector after a forced GC), renewals
  * done vs due, renewal latency (send -> `renewed` event), renewal lateness (how far each renewal was
  * sent after its schedule: the event loop's backlog) and leases lost.
@@ -11,25 +13,31 @@ import { loadavg } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import autocannon from "autocannon";
+import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
 import { processCpuMs } from "./support/load.js";
 import { startSqliteApi } from "./support/sqlite-api.js";
 import { median, quantile, type Table } from "./table.js";
 
+/** "elector": one Elector per lease; "bound": every lease bound to one session of the process. */
+type Mode = "elector" | "bound";
+
 interface Config {
+  mode: Mode;
   leases: number;
   leaseMs: number;
   renewMs: number;
 }
 /** renewMs 1 s for every count, then 10,000 leases at the defaults a user runs (15 s / 5 s). */
-const CONFIGS: Config[] = [
-  ...[1, 100, 1000, 10_000].map((leases) => ({ leases, leaseMs: 3000, renewMs: 1000 })),
-  { leases: 10_000, leaseMs: 15_000, renewMs: 5000 },
-];
+const CONFIGS: Config[] = (["elector", "bound"] as const).flatMap((mode) => [
+  ...[1, 100, 1000, 10_000].map((leases) => ({ mode, leases, leaseMs: 3000, renewMs: 1000 })),
+  { mode, leases: 10_000, leaseMs: 15_000, renewMs: 5000 },
+]);
 /** Measuring window: at least two renewals of every lease. */
 const windowMs = (c: Config) => Math.max(QUICK ? 2000 : 5000, 2 * c.renewMs);
 const LOAD_SECONDS = QUICK ? 3 : 10;
@@ -41,6 +49,9 @@ const gc = runInNewContext("gc") as () => void;
 
 interface ScaleRow {
   store: string;
+  mode: Mode;
+  /** Store writes per second in the window (renewals and anything else). */
+  writesPerSecond: number;
   leases: number;
   renewMs: number;
   cpuPercent: number;
@@ -74,11 +85,14 @@ export async function run(): Promise<Table[]> {
   }
 }
 
-async function measure(storeName: string, store: LeaseStore, config: Config): Promise<ScaleRow> {
-  const { leases: n, leaseMs, renewMs } = config;
+async function measure(storeName: string, inner: LeaseStore, config: Config): Promise<ScaleRow> {
+  const { mode, leases: n, leaseMs, renewMs } = config;
+  const store = new TrackedStore(inner);
   gc();
   const heapBefore = process.memoryUsage().heapUsed;
-  const electors: Elector[] = [];
+  const session =
+    mode === "bound" ? openSession({ store, name: `scale/${n}/session`, identity: "p", leaseMs, renewMs }) : undefined;
+  const electors: Array<Pick<Elector, "on" | "start" | "stop" | "current">> = [];
   let measuring = false;
   const latencies: number[] = [];
   const lateness: number[] = [];
@@ -86,7 +100,8 @@ async function measure(storeName: string, store: LeaseStore, config: Config): Pr
   let lost = 0;
   let elected = 0;
   for (let i = 0; i < n; i++) {
-    const e = new Elector({ store, name: `scale/${n}/${i}`, identity: `p-${i}`, leaseMs, renewMs });
+    const name = `scale/${n}/${i}`;
+    const e = session ? session.elector({ name }) : new Elector({ store, name, identity: `p-${i}`, leaseMs, renewMs });
     let previousSentAt: number | undefined;
     e.on("elected", () => {
       elected++;
@@ -120,23 +135,29 @@ async function measure(storeName: string, store: LeaseStore, config: Config): Pr
   await sleep(renewMs); // one full renewal round before measuring
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
+  store.resetCounts();
   measuring = true;
   await sleep(windowMs(config));
   measuring = false;
   const cpu = process.cpuUsage(cpu0);
   const elapsed = performance.now() - t0;
+  const writes = store.counts.put;
   const rss = process.memoryUsage().rss;
   gc();
   const heapPerLease = (process.memoryUsage().heapUsed - heapBefore) / n;
   await Promise.all(electors.map((e) => e.stop({ release: false })));
+  await session?.close({ release: false });
   return {
     store: storeName,
+    mode,
+    writesPerSecond: writes / (elapsed / 1000),
     leases: n,
     renewMs,
     cpuPercent: ((cpu.user + cpu.system) / 1000 / elapsed) * 100,
     rssMiB: rss / 2 ** 20,
     heapKiBPerLease: heapPerLease / 1024,
     renewalsDone: renewals,
+    // A bound lease is "renewed" by its session's renewal: one per renewMs for each lease.
     renewalsDue: Math.round((n * elapsed) / renewMs),
     latencyMedian: median(latencies),
     latencyP99: quantile(latencies, 0.99),
@@ -148,8 +169,10 @@ async function measure(storeName: string, store: LeaseStore, config: Config): Pr
 
 function scaleTable(rows: ScaleRow[]): Table {
   return {
-    title: "Scale: one process, one Elector per lease",
+    title: "Scale: one process, one Elector per lease vs every lease bound to one session",
     note:
+      `Mode elector: one Elector per lease; bound: every lease bound to one session of the process (openSession + ` +
+      `session.elector), whose renewal renews them all. Writes/s = store writes per second in the window. ` +
       `Each elector the only candidate of its lease (so a leader), leaseMs = 3 × renewMs, starts spread over one ` +
       `renewal period; measured over max(${QUICK ? 2 : 5} s, 2 renewals) after one renewal round. CPU = process.cpuUsage / wall ` +
       `time (100 % = one of the 2 cores). Heap per lease after a forced GC, against the heap before the electors existed. ` +
@@ -158,7 +181,9 @@ function scaleTable(rows: ScaleRow[]): Table {
       `machine's 1-min load average after the window (2 cores; other processes' load delays timers too).`,
     columns: [
       "store",
+      "mode",
       "leases",
+      "writes / s",
       "renewMs",
       "CPU %",
       "RSS MiB",
@@ -172,7 +197,9 @@ function scaleTable(rows: ScaleRow[]): Table {
     ],
     rows: rows.map((r) => [
       r.store,
+      r.mode,
       r.leases,
+      r.writesPerSecond,
       r.renewMs,
       r.cpuPercent,
       r.rssMiB,

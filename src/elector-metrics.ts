@@ -6,6 +6,8 @@
  * serve it however your process exposes metrics.
  */
 import { type Clock, systemClock } from "./clock.js";
+import { renderLaneMetrics } from "./elector/lane-metrics.js";
+import { isMeasuredLane, type MeasuredLane } from "./elector/load-lane.js";
 import type { Elector } from "./elector.js";
 
 interface Series {
@@ -116,6 +118,10 @@ export class ElectorMetrics {
             `leasehold_elector_seconds_since_last_renewal${labels(s.elector)} ${((this.clock.now() - (s.lastSuccessAt ?? 0)) / 1000).toFixed(3)}`,
         ),
     );
+    // The lanes the tracked electors ask (usually the one process lane): renewals first, shown.
+    const lanes = new Set<MeasuredLane>();
+    for (const s of all) if (isMeasuredLane(s.elector.lane)) lanes.add(s.elector.lane);
+    lines.push(...renderLaneMetrics([...lanes].map((l) => l.stats())));
     return `${lines.join("\n")}\n`;
   }
 }

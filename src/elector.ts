@@ -1,23 +1,20 @@
 /**
  * The elector (docs/design.md §3, §4): one candidate for one lease.
  *
- * - Decisions use the monotonic clock only. A leader is leader until `sentAt + leaseMs - safetyMs`,
- *   `sentAt` being when its last successful write was sent; a watchdog ends leadership at that
- *   instant even while a store call hangs.
- * - A follower treats a lease as expired once the revision it sees has not changed for the
- *   holder's `leaseMs` on its own clock (client-go's observed time) and schedules its takeover for
- *   exactly that instant; it polls every `retryMs` (or listens, when the store can push) only to
- *   learn of releases early.
- * - One renewal is one conditional write and no read. An ambiguous write is resolved by the
- *   `writeId` of the record the store holds, never by assuming an outcome.
- * - All store calls of one elector run one at a time from one loop, so a release never races a
- *   renewal of the same elector.
+ * The lease rules (establish by CAS with term + 1, one conditional write per renewal, the window
+ * `sentAt + leaseMs - safetyMs` on the monotonic clock, the watchdog, ambiguous writes resolved by
+ * `writeId`, observed-time takeover, release) are the lease-holder core's (./elector/holder.ts).
+ * The elector adds what a leader's code sees: a signal per term, `stillLeader()`, the `elected`,
+ * `deposed` and `leader` events, and a graceful stop that waits for the leader's work before the
+ * core releases, so the next leader never overlaps this one's shutdown.
  *
  * Runtime-neutral: no Node-only API.
  */
 import { type Clock, systemClock } from "./clock.js";
-import { CasWriter } from "./elector/cas.js";
 import { Emitter, type Listener } from "./elector/events.js";
+import { LeaseHolder } from "./elector/holder.js";
+import type { Lane } from "./elector/lane.js";
+import { openLane, processLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
@@ -35,8 +32,14 @@ export interface ElectorOptions {
   leaseMs?: number;
   /** Interval between renewals; must be < leaseMs - safetyMs. Default leaseMs / 3. */
   renewMs?: number;
-  /** Follower poll interval and retry delay after a failed call. Default leaseMs / 7.5 (2 s for 15 s). */
+  /** Back-off after a failed store call, and the base of the delay before campaigning again after a lost term. Default leaseMs / 7.5 (2 s for 15 s). */
   retryMs?: number;
+  /**
+   * While waiting for a held lease to expire, how often a follower reads it to learn of an early
+   * release. The takeover itself is scheduled for the exact expiry observed and needs no poll; a
+   * store that pushes changes tells sooner. Default 1000 (the lock clients' pace, whatever leaseMs).
+   */
+  pollMs?: number;
   /** Margin a leader gives up before its lease could expire elsewhere (clock rate drift, timer lateness). Default leaseMs / 10. */
   safetyMs?: number;
   /** Retries wait retryMs * (1 + jitter * random); 0 disables. Default 0.2. */
@@ -52,6 +55,11 @@ export interface ElectorOptions {
   clock?: Clock;
   /** Source of jitter, for deterministic tests. Default Math.random. */
   random?: () => number;
+  /**
+   * Admits this follower's polls and acquisitions (renewals never ask: docs/design.md §4). Default:
+   * the process's shared `LoadLane` on the system clock, `openLane` (no holding back) on another clock.
+   */
+  lane?: Lane;
 }
 
 export interface ElectedEvent {
@@ -99,88 +107,65 @@ export interface ElectorState {
   lastRenewalSentAt: number | undefined;
 }
 
-interface Held {
-  stored: Stored;
-  sentAt: number;
-  until: number;
-  controller: AbortController;
-  watchdog: AbortController;
-  /** Next write not before this instant (renewal schedule or retry back-off). */
-  nextAt: number;
-}
-
-interface Observed {
-  stored: Stored | null;
-  /** Monotonic time this revision was first seen. */
-  at: number;
-}
-
 export class Elector {
   readonly name: string;
   readonly identity: string;
   readonly leaseMs: number;
   readonly renewMs: number;
   readonly retryMs: number;
+  readonly pollMs: number;
   readonly safetyMs: number;
-  private readonly store: LeaseStore;
   private readonly clock: Clock;
-  private readonly random: () => number;
-  private readonly jitter: number;
-  private readonly maxSkewMs: number;
-  private readonly callTimeoutMs: number;
   private readonly graceMs: number;
-  private readonly metadata: Record<string, string>;
+  /** The lease rules: establishing, renewing, the window, takeover, release (./elector/holder.ts). */
+  private readonly holder: LeaseHolder;
 
-  private phase: ElectorPhase = "idle";
-  private held: Held | undefined;
-  private observed: Observed | undefined;
-  private lastLeader: { holder: string | null; term: number } | undefined;
-  /** Every store call goes through it: timeouts, and which writes are ours (the ownership rule). */
-  private readonly writer: CasWriter;
-  /** The highest term this elector has been leader of: it never hands out a term twice. */
-  private lastLedTerm = 0;
-  /** Read before the next follower decision (the last observation may be stale). */
-  private needsRead = true;
+  private started = false;
   private stopping = false;
-  private stopRequested = false;
-  private releaseOnStop = true;
-  private loop: Promise<void> | undefined;
-  private wakeLoop: (() => void) | undefined;
+  private stopped: Promise<void> | undefined;
+  /** The current term's signal (aborted when it ends or stop begins). */
+  private term: { term: number; controller: AbortController } | undefined;
+  private lastLeader: { holder: string | null; term: number } | undefined;
   private readonly work = new Set<Promise<unknown>>();
   private readonly events = new Emitter<ElectorEvents>();
-  private watchAbort: AbortController | undefined;
-  /** True while the store's push stream is delivering: polling then only backs it up. */
-  private watchLive = false;
+  /** Admits follower-side calls; renewals never ask it (renewals first). */
+  readonly lane: Lane;
 
   constructor(options: ElectorOptions) {
     const o = resolveElectorOptions(options);
-    this.store = options.store;
     this.name = o.name;
     this.identity = o.identity ?? `candidate-${newWriteId().slice(0, 8)}`;
     this.leaseMs = o.leaseMs;
     this.renewMs = o.renewMs;
     this.retryMs = o.retryMs;
+    this.pollMs = o.pollMs;
     this.safetyMs = o.safetyMs;
-    this.jitter = o.jitter;
-    this.maxSkewMs = o.maxSkewMs;
-    this.callTimeoutMs = o.callTimeoutMs;
     this.graceMs = o.graceMs;
-    this.metadata = o.metadata;
     this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? Math.random;
-    this.writer = new CasWriter({
-      store: this.store,
-      name: this.name,
+    this.lane = options.lane ?? (this.clock === systemClock ? processLane() : openLane);
+    this.holder = new LeaseHolder({
+      ...o,
+      store: options.store,
+      identity: this.identity,
       clock: this.clock,
-      callTimeoutMs: o.callTimeoutMs,
+      random: options.random ?? Math.random,
+      watch: true,
+      lane: this.lane,
     });
-    // A store that cannot keep the contract (StoreContractError) does not get better by retrying:
-    // after the error event, campaigning stops (a term held ends without a release).
-    this.events.on("error", ({ error }) => {
-      if (!isStoreContractError(error) || this.stopRequested) return;
-      this.releaseOnStop = false;
-      this.stopRequested = true;
-      this.wake();
+    this.holder.on("established", ({ stored }) => this.elected(stored));
+    this.holder.on("lost", ({ term, reason }) => {
+      const t = this.term;
+      this.term = undefined;
+      t?.controller.abort(new LeadershipLostError(term, reason));
+      this.events.emit("deposed", { term, reason });
+    });
+    this.holder.on("observed", ({ stored }) => this.noteLeader(stored));
+    this.holder.on("renewed", (event) => this.events.emit("renewed", event));
+    this.holder.on("error", (event) => {
+      this.events.emit("error", event);
+      // A store that cannot keep the contract (StoreContractError) does not get better by
+      // retrying: campaigning stops (a term held ends without a release).
+      if (isStoreContractError(event.error)) void this.holder.stop({ release: false });
     });
   }
 
@@ -191,28 +176,28 @@ export class Elector {
 
   /** A snapshot; `isLeader` is computed from the clock at the moment of asking. */
   get current(): ElectorState {
-    const h = this.held;
+    const held = this.holder.peek();
+    const seen = this.holder.observed?.record;
     return {
-      phase: this.phase,
-      isLeader: h !== undefined && this.clock.now() < h.until,
-      holder: h ? this.identity : (this.observed?.stored?.record.holder ?? null),
-      term: h ? h.stored.record.term : (this.observed?.stored?.record.term ?? 0),
-      leaderUntil: h?.until,
-      lastRenewalSentAt: h?.sentAt,
+      phase: this.phase(held !== undefined),
+      isLeader: held !== undefined && this.clock.now() < held.until,
+      holder: held ? this.identity : (seen?.holder ?? null),
+      term: held ? held.term : (seen?.term ?? 0),
+      leaderUntil: held?.until,
+      lastRenewalSentAt: held?.sentAt,
     };
   }
 
   /** The signal of the current term, when leader. */
   get signal(): AbortSignal | undefined {
-    return this.held?.controller.signal;
+    return this.term?.controller.signal;
   }
 
   /** Starts campaigning. Idempotent. */
   start(): void {
-    if (this.loop) return;
-    this.phase = "follower";
-    this.startWatch();
-    this.loop = this.run();
+    if (this.started || this.stopping) return;
+    this.started = true;
+    this.holder.start();
   }
 
   /**
@@ -233,270 +218,50 @@ export class Elector {
    * finishes (at most `graceMs`), then releases (`release: true`, the default) so a follower can
    * take over at once; `release: false` lets the lease run out instead.
    */
-  async stop(options: { release?: boolean; graceMs?: number } = {}): Promise<void> {
-    if (!this.loop) {
-      this.phase = "stopped";
-      return;
-    }
-    if (!this.stopping) {
-      this.stopping = true;
-      const h = this.held;
-      if (h) {
-        h.controller.abort(new LeadershipLostError(h.stored.record.term, "stopping"));
-        if (this.work.size > 0) {
-          const grace = new AbortController();
-          await Promise.race([
-            Promise.all([...this.work]),
-            this.clock.sleep(options.graceMs ?? this.graceMs, grace.signal),
-          ]);
-          grace.abort();
-        }
+  stop(options: { release?: boolean; graceMs?: number } = {}): Promise<void> {
+    this.stopped ??= this.stopOnce(options);
+    return this.stopped;
+  }
+
+  private async stopOnce(options: { release?: boolean; graceMs?: number }): Promise<void> {
+    this.stopping = true;
+    this.holder.standDown();
+    const t = this.term;
+    if (t && this.started) {
+      t.controller.abort(new LeadershipLostError(t.term, "stopping"));
+      if (this.work.size > 0) {
+        const grace = new AbortController();
+        await Promise.race([
+          Promise.all([...this.work]),
+          this.clock.sleep(options.graceMs ?? this.graceMs, grace.signal),
+        ]);
+        grace.abort();
       }
-      this.releaseOnStop = options.release ?? true;
-      this.stopRequested = true;
-      this.wake();
     }
-    await this.loop;
+    await this.holder.stop({ release: options.release ?? true });
   }
 
-  private async run(): Promise<void> {
-    try {
-      while (!this.stopRequested) {
-        if (this.held) await this.leaderStep(this.held);
-        else await this.followerStep();
-      }
-      if (this.held) {
-        if (this.releaseOnStop) await this.release(this.held);
-        if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
-      }
-    } finally {
-      this.watchAbort?.abort();
-      this.phase = "stopped";
-    }
+  private phase(held: boolean): ElectorPhase {
+    if (!this.started) return this.stopping ? "stopped" : "idle";
+    if (this.holder.finished) return "stopped";
+    if (held) return "leader";
+    return this.holder.stopping ? "stopped" : "follower";
   }
 
-  // ---- leader ----
-
-  private async leaderStep(h: Held): Promise<void> {
-    await this.wait(h.nextAt - this.clock.now());
-    if (this.stopRequested || this.held !== h) return;
-    const sentAt = this.clock.now();
-    if (sentAt >= h.until) return this.lose("expired");
-    const next: LeaseRecord = {
-      ...h.stored.record,
-      holder: this.identity,
-      leaseMs: this.leaseMs,
-      metadata: this.metadata,
-      renewedAt: this.clock.wallNow(),
-      writeId: newWriteId(),
-    };
-    const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
-    if (this.held !== h) return; // the watchdog ended this term while the call was out
-    if (outcome.kind === "applied") {
-      this.adopt(h, outcome.stored, outcome.sentAt);
-      this.emit("renewed", { term: next.term, revision: outcome.stored.revision });
-    } else if (outcome.kind === "lost") {
-      this.lose("conflict");
-      this.observe(outcome.current);
-    } else {
-      this.emit("error", { error: outcome.error, during: "renew" });
-      h.nextAt = Math.min(this.clock.now() + this.retryDelay(), h.until);
-    }
-  }
-
-  private adopt(h: Held, stored: Stored, sentAt: number): void {
-    h.stored = stored;
-    h.sentAt = sentAt;
-    h.until = sentAt + stored.record.leaseMs - this.safetyMs;
-    h.nextAt = sentAt + this.renewMs;
-    this.armWatchdog(h);
-  }
-
-  private armWatchdog(h: Held): void {
-    h.watchdog.abort();
-    const watchdog = new AbortController();
-    h.watchdog = watchdog;
-    void this.clock.sleep(h.until - this.clock.now(), watchdog.signal).then(() => {
-      if (!watchdog.signal.aborted && this.held === h) {
-        this.lose("expired");
-        this.wake();
-      }
-    });
-  }
-
-  /** One of our writes produced `stored`: lead with it, unless what it says or when rules that out. */
-  private becomeLeader(stored: Stored, sentAt: number): void {
-    // A term we already led and lost is over: an ambiguous renewal of it that turns out to have
-    // landed must not make us its leader again (a second `elected` reusing a fencing token).
-    const ended = stored.record.term <= this.lastLedTerm;
-    const ours = stored.record.holder === this.identity;
-    if (ended || !ours || this.clock.now() >= sentAt + stored.record.leaseMs - this.safetyMs) {
-      // Our write landed but its safe window has already closed (or its term has ended, or it was
-      // a release): not leader; it may be taken over (by us too, with a new term) once it has
-      // expired for everyone.
-      this.writer.forget();
-      this.observed = { stored, at: sentAt };
-      this.needsRead = false;
-      this.noteLeader(stored);
-      return;
-    }
-    const h: Held = {
-      stored,
-      sentAt,
-      until: 0,
-      nextAt: 0,
-      controller: new AbortController(),
-      watchdog: new AbortController(),
-    };
-    this.held = h;
-    this.lastLedTerm = stored.record.term;
-    this.phase = "leader";
-    this.adopt(h, stored, sentAt);
+  private elected(stored: Stored): void {
+    const term = stored.record.term;
+    const controller = new AbortController();
+    this.term = { term, controller };
     this.noteLeader(stored);
     // Elected while stop() was starting: hand out an already-aborted signal, then release.
-    if (this.stopping) h.controller.abort(new LeadershipLostError(stored.record.term, "stopping"));
-    this.emit("elected", {
-      term: stored.record.term,
+    if (this.stopping) controller.abort(new LeadershipLostError(term, "stopping"));
+    this.events.emit("elected", {
+      term,
       record: stored.record,
-      signal: h.controller.signal,
-      stillLeader: () => this.stillLeader(h),
+      signal: controller.signal,
+      // The clock-checked leader test: a closed window found here ends the term at once.
+      stillLeader: () => !controller.signal.aborted && this.holder.validTerm() === term,
     });
-  }
-
-  /**
-   * The clock-checked leader test for term `h`. A closed window found here ends the term at once
-   * (its signal aborts now), instead of when the watchdog's timer gets to run.
-   */
-  private stillLeader(h: Held): boolean {
-    if (this.held !== h || h.controller.signal.aborted) return false;
-    if (this.clock.now() < h.until) return true;
-    this.lose("expired");
-    this.wake();
-    return false;
-  }
-
-  private lose(reason: LossReason): void {
-    const h = this.held;
-    if (!h) return;
-    this.held = undefined;
-    this.phase = this.stopRequested ? "stopped" : "follower";
-    h.watchdog.abort();
-    const term = h.stored.record.term;
-    h.controller.abort(new LeadershipLostError(term, reason));
-    // What we last wrote is what followers see; observing it now keeps the expiry rule honest.
-    this.observed = { stored: h.stored, at: h.sentAt };
-    this.needsRead = true;
-    this.emit("deposed", { term, reason });
-  }
-
-  /** Writes `holder: null`, keeping the term. Retries against our own newer revision, never blindly. */
-  private async release(h: Held): Promise<void> {
-    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
-      const sentAt = this.clock.now();
-      if (sentAt >= h.until) return; // the lease runs out by itself; a late write could only confuse
-      const next: LeaseRecord = {
-        ...h.stored.record,
-        holder: null,
-        renewedAt: this.clock.wallNow(),
-        writeId: newWriteId(),
-      };
-      const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
-      if (this.held !== h) return;
-      if (outcome.kind === "applied") {
-        if (outcome.stored.record.holder === null) {
-          this.observed = { stored: outcome.stored, at: this.clock.now() };
-          return;
-        }
-        // An earlier renewal of ours landed meanwhile: release again on top of it.
-        this.adopt(h, outcome.stored, outcome.sentAt);
-        continue;
-      }
-      if (outcome.kind === "lost") return this.lose("conflict");
-      this.emit("error", { error: outcome.error, during: "release" });
-      await this.clock.sleep(Math.min(this.retryDelay() / 4, Math.max(0, h.until - this.clock.now())));
-    }
-  }
-
-  // ---- follower ----
-
-  private async followerStep(): Promise<void> {
-    if (this.stopping) {
-      await this.wait(Number.POSITIVE_INFINITY);
-      return;
-    }
-    if (this.needsRead) {
-      const read = await this.read();
-      if (!read.ok) {
-        await this.wait(this.retryDelay());
-        return;
-      }
-      this.needsRead = false;
-      this.observe(read.stored);
-    }
-    const observed = this.observed;
-    if (!observed) return;
-    // A record, read or pushed, that shows one of our unknown writes means that write applied:
-    // we hold what it wrote (never wait out our own lease as if someone else held it).
-    const mine = this.writer.recognise(observed.stored);
-    if (mine) return this.becomeLeader(mine.stored, mine.sentAt);
-    const takeoverAt = this.takeoverAt(observed);
-    const now = this.clock.now();
-    if (now < takeoverAt) {
-      // With a live push stream a poll is only a safety net (a stream can stall silently), once
-      // per lease period instead of every retry: followers then cost no reads in steady state.
-      const pollAt = now + (this.watchLive ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
-      await this.wait(Math.min(pollAt, takeoverAt) - now);
-      if (this.stopping || this.held) return;
-      // Woken by the watch, or the poll came first: read again. At takeoverAt: go straight to the CAS.
-      if (this.clock.now() < takeoverAt || this.observed !== observed) {
-        this.needsRead = this.observed === observed;
-        return;
-      }
-    }
-    await this.acquire(observed.stored);
-  }
-
-  /** When the observed lease may be taken: now if free, else after the holder's leaseMs of no change. */
-  private takeoverAt(o: Observed): number {
-    const r = o.stored?.record;
-    if (!r || r.holder === null) return o.at;
-    // A record already stale by its own wall-clock stamp (plus the skew bound) need not be waited out.
-    if (r.renewedAt + r.leaseMs + this.maxSkewMs < this.clock.wallNow()) return o.at;
-    return o.at + r.leaseMs;
-  }
-
-  private async acquire(current: Stored | null): Promise<void> {
-    const wall = this.clock.wallNow();
-    const next: LeaseRecord = {
-      name: this.name,
-      holder: this.identity,
-      term: (current?.record.term ?? 0) + 1,
-      leaseMs: this.leaseMs,
-      acquiredAt: wall,
-      renewedAt: wall,
-      metadata: this.metadata,
-      writeId: newWriteId(),
-    };
-    const outcome = await this.writer.write(next, current?.revision ?? null);
-    if (this.stopRequested && outcome.kind !== "applied") return;
-    if (outcome.kind === "applied") this.becomeLeader(outcome.stored, outcome.sentAt);
-    else if (outcome.kind === "lost") this.observe(outcome.current);
-    else {
-      this.emit("error", { error: outcome.error, during: "acquire" });
-      this.needsRead = true;
-      await this.wait(this.retryDelay());
-    }
-  }
-
-  private observe(stored: Stored | null | undefined): void {
-    if (stored === undefined) {
-      this.needsRead = true;
-      return;
-    }
-    if (this.observed === undefined || this.observed.stored?.revision !== stored?.revision) {
-      this.observed = { stored, at: this.clock.now() };
-    }
-    this.noteLeader(stored);
   }
 
   private noteLeader(stored: Stored | null): void {
@@ -504,69 +269,6 @@ export class Elector {
     const term = stored?.record.term ?? 0;
     if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
     this.lastLeader = { holder, term };
-    this.emit("leader", { holder, term });
-  }
-
-  // ---- store calls ----
-
-  private async read(): Promise<{ ok: true; stored: Stored | null } | { ok: false }> {
-    try {
-      return { ok: true, stored: await this.writer.read() };
-    } catch (error) {
-      this.emit("error", { error, during: "read" });
-      return { ok: false };
-    }
-  }
-
-  // ---- scheduling ----
-
-  private retryDelay(): number {
-    return this.retryMs * (1 + this.jitter * this.random());
-  }
-
-  /** Sleeps up to `ms`, cut short by stop() or a pushed change. */
-  private async wait(ms: number): Promise<void> {
-    if (this.stopRequested || ms <= 0) return;
-    const cut = new AbortController();
-    this.wakeLoop = () => cut.abort();
-    await this.clock.sleep(ms, cut.signal);
-    this.wakeLoop = undefined;
-    cut.abort();
-  }
-
-  private wake(): void {
-    this.wakeLoop?.();
-  }
-
-  /** With a store that pushes changes, a follower learns of a release the moment it is written. */
-  private startWatch(): void {
-    const watch = this.store.watch;
-    if (!watch) return;
-    this.watchAbort = new AbortController();
-    const signal = this.watchAbort.signal;
-    void (async () => {
-      while (!signal.aborted) {
-        try {
-          for await (const stored of watch.call(this.store, this.name, signal)) {
-            this.watchLive = true;
-            if (this.held || this.stopping) continue;
-            const before = this.observed;
-            this.observe(stored);
-            if (this.observed !== before) {
-              this.needsRead = false;
-              this.wake();
-            }
-          }
-        } catch (error) {
-          if (!signal.aborted) this.emit("error", { error, during: "read" });
-        }
-        this.watchLive = false;
-        if (!signal.aborted) await this.clock.sleep(this.retryDelay(), signal);
-      }
-    })();
-  }
-
-  private emit<K extends keyof ElectorEvents>(type: K, event: ElectorEvents[K]): void {
-    this.events.emit(type, event);
+    this.events.emit("leader", { holder, term });
   }
 }

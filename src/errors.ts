@@ -1,12 +1,14 @@
 /**
- * Every error leasehold throws on purpose, in one module. Each class extends `LeaseholdError`,
- * passes `cause` through, and sets `name` as its discriminant; each has an `is…` guard that reads
- * `name`, so it works across bundles, realms and duplicated installs where `instanceof` does not.
- * (The HTTP server's internal `ProblemError` never leaves the server: it becomes a response.)
+ * Every error leasehold throws on purpose, in one module, but one: the HTTP client's
+ * `LeaseholdApiError` carries the API's problem body, whose type comes from the wire schemas, so
+ * it lives beside them (src/http/api-error.ts) and this module imports nothing but the record's
+ * types (src/record.ts): no import circle. Each class extends `LeaseholdError`, passes `cause`
+ * through, and sets `name` as its discriminant; each has an `is…` guard that reads `name`, so it
+ * works across bundles, realms and duplicated installs where `instanceof` does not. (The HTTP
+ * server's internal `ProblemError` never leaves the server: it becomes a response.)
  * Runtime-neutral.
  */
-import type { ProblemView } from "./http/schemas.js";
-import type { Stored } from "./lease.js";
+import type { Stored } from "./record.js";
 
 /** Base class: catch this to catch anything leasehold throws on purpose. */
 export class LeaseholdError extends Error {
@@ -188,25 +190,6 @@ export class BucketLostError extends LeadershipLostError {
 }
 
 /**
- * Thrown by the HTTP client when the API answered with a problem (RFC 9457; `problem` is its
- * body), or when the request got no answer at all (`status` 0: unreachable, timed out).
- */
-export class LeaseholdApiError extends LeaseholdError {
-  override name = "LeaseholdApiError";
-  /** The answer's `Retry-After`, in seconds, when it had one (429, 503, a 409 for a lease still held). */
-  readonly retryAfter: number | undefined;
-  constructor(
-    readonly status: number,
-    readonly problem: ProblemView | undefined,
-    message: string,
-    options?: { cause?: unknown; retryAfter?: number },
-  ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.retryAfter = options?.retryAfter;
-  }
-}
-
-/**
  * Thrown by `openStore` when the URL is fine but this build has no module for its backend, or the
  * backend's SDK (an optional peer dependency) is not installed: the message names the package.
  */
@@ -269,7 +252,8 @@ export class FenceCorruptError extends LeaseholdError {
   }
 }
 
-function named(error: unknown, names: readonly string[]): boolean {
+/** True when `error` is named one of `names` (the `is…` guards; src/http/api-error.ts's too). */
+export function named(error: unknown, names: readonly string[]): boolean {
   if (typeof error !== "object" || error === null) return false;
   const name = (error as { name?: unknown }).name;
   return typeof name === "string" && names.includes(name);
@@ -314,7 +298,6 @@ export const isLeaseCorruptError = (error: unknown): error is LeaseCorruptError 
 export const isLeadershipLostError = (error: unknown): error is LeadershipLostError =>
   named(error, ["LeadershipLostError", "BucketLostError"]);
 export const isBucketLostError = (error: unknown): error is BucketLostError => named(error, ["BucketLostError"]);
-export const isLeaseholdApiError = (error: unknown): error is LeaseholdApiError => named(error, ["LeaseholdApiError"]);
 export const isStoreUnavailableError = (error: unknown): error is StoreUnavailableError =>
   named(error, ["StoreUnavailableError"]);
 export const isReleaseRefusedError = (error: unknown): error is ReleaseRefusedError =>

@@ -7,8 +7,26 @@
  * (`leasehold/store-kit`) and the test kit with the contract suites (`leasehold/testkit`).
  */
 
+export { BoundElector } from "./bound/bound-elector.js";
+export { type BoundElectorOptions, LeaseSession, openSession, type SessionOptions } from "./bound/session.js";
 export { type Clock, systemClock } from "./clock.js";
-export { type LeaderContext, type RunAsLeaderOptions, runAsLeader } from "./elector/run-as-leader.js";
+export {
+  type Lane,
+  type LaneKind,
+  type LaneRelease,
+  type LaneStats,
+  LoadLane,
+  type LoadLaneOptions,
+  openLane,
+  processLane,
+} from "./elector/load-lane.js";
+export {
+  type LeaderContext,
+  type LeaderElector,
+  type RunAsLeaderOptions,
+  runAsLeader,
+  runLeader,
+} from "./elector/run-as-leader.js";
 export {
   type DeposedEvent,
   type ElectedEvent,
@@ -30,7 +48,6 @@ export {
   isLeadershipLostError,
   isLeaseConflictError,
   isLeaseCorruptError,
-  isLeaseholdApiError,
   isLeaseholdError,
   isLeaseStillHeldError,
   isLeaseStoreError,
@@ -43,7 +60,6 @@ export {
   LeadershipLostError,
   LeaseConflictError,
   LeaseCorruptError,
-  LeaseholdApiError,
   LeaseholdError,
   LeaseStillHeldError,
   LeaseStoreError,
@@ -56,6 +72,7 @@ export {
   StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
+export { isLeaseholdApiError, LeaseholdApiError } from "./http/api-error.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { bucketOf } from "./sharding/bucket-of.js";

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
+import type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** The longest lease name: the pattern allows 192 characters. */
 export const MAX_NAME_LENGTH = 192;
@@ -96,8 +97,32 @@ export const RESERVED_METADATA_PREFIX = "leasehold.";
  */
 export const INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}instance`;
 
-/** The reserved keys a record may carry, and what their values look like. */
-const RESERVED_METADATA: Record<string, RegExp> = { [INSTANCE_DIGEST_KEY]: /^[A-Za-z0-9_-]{43}$/ };
+/**
+ * The session a bound lease rides on (src/bound/, docs/design.md §4 "Bound leases"): the session
+ * record's name and term, `<name>@<term>`. Written by the library, not the API.
+ */
+export const SESSION_KEY = `${RESERVED_METADATA_PREFIX}session`;
+
+/** A bound lease's registered successor: `<session name>@<term> <holder>` (src/bound/refs.ts). */
+export const NEXT_KEY = `${RESERVED_METADATA_PREFIX}next`;
+
+const NAME_BODY = NAME_PATTERN.source.slice(1, -1);
+const SESSION_REF = `${NAME_BODY}@[1-9][0-9]{0,15}`;
+
+/** The reserved keys a record may carry, what their values look like and how long they may be. */
+const RESERVED_METADATA: Record<string, { shape: RegExp; maxLength: number; expected: string }> = {
+  [INSTANCE_DIGEST_KEY]: { shape: /^[A-Za-z0-9_-]{43}$/, maxLength: 43, expected: "a SHA-256 digest in base64url" },
+  [SESSION_KEY]: {
+    shape: new RegExp(`^${SESSION_REF}$`),
+    maxLength: MAX_NAME_LENGTH + 17,
+    expected: "<session name>@<term>",
+  },
+  [NEXT_KEY]: {
+    shape: new RegExp(`^${SESSION_REF} ${HOLDER_PATTERN.source.slice(1, -1)}$`),
+    maxLength: MAX_NAME_LENGTH + 18 + MAX_HOLDER_LENGTH,
+    expected: "<session name>@<term> <holder>",
+  },
+};
 
 export const isReservedKey = (key: string): boolean => key.startsWith(RESERVED_METADATA_PREFIX);
 
@@ -135,12 +160,12 @@ export const metadataSchema = z
   .superRefine((m, ctx) => {
     for (const [key, value] of Object.entries(m)) {
       if (!isReservedKey(key)) continue;
-      const shape = RESERVED_METADATA[key];
-      if (!shape?.test(value)) {
+      const rule = RESERVED_METADATA[key];
+      if (!rule || value.length > rule.maxLength || !rule.shape.test(value)) {
         ctx.addIssue({
           code: "custom",
           path: [key],
-          message: shape ? "expected a SHA-256 digest in base64url" : "expected no unknown reserved key",
+          message: rule ? `expected ${rule.expected}` : "expected no unknown reserved key",
         });
       }
     }
@@ -173,31 +198,7 @@ const storedRecordSchema = recordSchema.extend({
   name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
 });
 
-/** One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`. */
-export interface LeaseRecord {
-  name: string;
-  /** Identity of the leader, or `null` once released. */
-  holder: string | null;
-  /** Fencing token: +1 each time leadership passes to a holder; never reused, survives release. */
-  term: number;
-  /** How long the lease is valid after each renewal, as declared by the holder. */
-  leaseMs: number;
-  /** Wall-clock ms when the current term began (writer's clock). */
-  acquiredAt: number;
-  /** Wall-clock ms of the write that produced this revision (writer's clock). */
-  renewedAt: number;
-  metadata: Record<string, string>;
-  /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
-  writeId: string;
-}
-
-/** Opaque compare-and-swap token; only the store that issued it understands it. */
-export type Revision = string;
-
-export interface Stored {
-  record: LeaseRecord;
-  revision: Revision;
-}
+export type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
 export interface CallOptions {

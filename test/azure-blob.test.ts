@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { AzureBlobStore, type AzureBlobStoreOptions } from "../src/stores/azure-blob.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
 import { describeObjectStoreElectorFaults } from "./support/object-store-elector-faults.js";
@@ -62,6 +63,7 @@ describeStoreContract("azure blob, caller's ContainerClient with SDK retries on"
   conflictCarriesCurrent: true,
 });
 describeElectorContract("azure blob (azurite)", async () => ({ store: ownClient() }));
+describeShardedContract("azure blob (azurite)", async () => ({ store: ownClient() }));
 describeObjectStoreElectorFaults("azure blob", {
   proxy: () => proxy,
   store: (options) => noClose(viaProxy(options)),

@@ -484,7 +484,7 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(url).not.toContain(":8787");
     expect(line).toBe(
-      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write+cas on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200`,
+      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write+cas on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200, inFlight 512, reservedInFlight 128, lateMs 1000`,
     );
     expect(cli.stderr()).not.toContain(SERVE_TOKEN);
     // LEASEHOLD_TOKENS: a token is required, and the lease lands in LEASEHOLD_DB.

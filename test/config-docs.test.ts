@@ -7,8 +7,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
+import { ADMISSION_BOUNDS, APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
 import {
+  ADMISSION_VARIABLES,
   type Entry,
   LIMIT_VARIABLES,
   LISTENER_BOUNDS,
@@ -73,6 +74,9 @@ describe("README: Server configuration", () => {
       ...Object.fromEntries(LIMIT_NAMES.map((n) => [LIMIT_VARIABLES[n], APP_OPTION_BOUNDS[n]])),
       ...Object.fromEntries(
         Object.entries(LISTENER_VARIABLES).map(([n, v]) => [v, LISTENER_BOUNDS[n as keyof typeof LISTENER_BOUNDS]]),
+      ),
+      ...Object.fromEntries(
+        Object.entries(ADMISSION_VARIABLES).map(([n, v]) => [v, ADMISSION_BOUNDS[n as keyof typeof ADMISSION_BOUNDS]]),
       ),
     };
     for (const [name, b] of Object.entries(bounds)) {

@@ -85,6 +85,13 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
     check: (c) => expect(c.listener?.keepAliveTimeoutMs).toBe(4000),
   },
   LEASEHOLD_MAX_CONNECTIONS: { value: "64", check: (c) => expect(c.listener?.maxConnections).toBe(64) },
+  // LEASEHOLD_IN_FLIGHT alone: the reserved share follows it (a quarter).
+  LEASEHOLD_IN_FLIGHT: {
+    value: "40",
+    check: (c) => expect(c.admission).toEqual({ inFlight: 40, reservedInFlight: 10, lateMs: 1000 }),
+  },
+  LEASEHOLD_RESERVED_IN_FLIGHT: { value: "200", check: (c) => expect(c.admission?.reservedInFlight).toBe(200) },
+  LEASEHOLD_LATE_MS: { value: "100", check: (c) => expect(c.admission?.lateMs).toBe(100) },
   LEASEHOLD_CONSOLE: { value: "0", check: (c) => expect(c.console.ui).toBe(false) },
   LEASEHOLD_HISTORY_TERMS: { value: "7", check: (c) => expect(c.console.historyTerms).toBe(7) },
   LEASEHOLD_HISTORY_LEASES: { value: "300", check: (c) => expect(c.console.historyLeases).toBe(300) },
@@ -205,6 +212,13 @@ describe("bad values: the variable, the value and what was expected", () => {
     ["LEASEHOLD_TOKENS", "not json", "LEASEHOLD_TOKENS: expected JSON"],
     ["LEASEHOLD_TOKENS", "[]", "LEASEHOLD_TOKENS: expected at least one token, got []"],
     ["AWS_REGION", "EU WEST", 'AWS_REGION: expected an AWS region such as eu-west-1, got "EU WEST"'],
+    ["LEASEHOLD_IN_FLIGHT", "1", 'LEASEHOLD_IN_FLIGHT: expected a whole number of requests 2-1000000, got "1"'],
+    ["LEASEHOLD_LATE_MS", "5", 'LEASEHOLD_LATE_MS: expected a whole number of milliseconds 10-60000, got "5"'],
+    [
+      "LEASEHOLD_RESERVED_IN_FLIGHT",
+      "512",
+      "LEASEHOLD_RESERVED_IN_FLIGHT: expected fewer requests than LEASEHOLD_IN_FLIGHT (512), got 512",
+    ],
   ])("%s=%s", (name, value, message) => {
     expect(refusal({ [name]: value }, "node")).toContain(message);
   });
@@ -331,7 +345,7 @@ describe("warnings and the start-up line", () => {
     const config = readServerConfig({ LEASEHOLD_TOKENS: two, HOST: "0.0.0.0" }, "node");
     const line = startupLine(config, "http://0.0.0.0:8787");
     expect(line).toBe(
-      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000',
+      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000',
     );
     expect(line).not.toContain(TOKEN);
   });
@@ -386,6 +400,19 @@ describe("createApp checks its own options", () => {
       "limits.listLimit: expected a whole number of leases 1-10000",
     );
     expect(refused({ store: {} })).toContain("store: expected a LeaseStore (an object with get and put)");
+  });
+
+  it("admission: its bounds, and a reserved share below inFlight", () => {
+    expect(refused({ admission: { inFlight: 1 } })).toContain(
+      "admission.inFlight: expected a whole number of requests 2-1000000, got 1",
+    );
+    expect(refused({ admission: { inFlight: 8, reservedInFlight: 8 } })).toContain(
+      "admission.reservedInFlight: expected fewer than inFlight (8) requests, got 8",
+    );
+    expect(refused({ admission: { lateMs: 0 } })).toContain(
+      "admission.lateMs: expected a whole number of milliseconds",
+    );
+    expect(refused({ admission: { lateness: 5 } })).toContain("admission.lateness: expected a function");
   });
 
   it("accepts the bounds themselves", () => {

@@ -10,6 +10,7 @@ import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/stores/dynamodb.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
@@ -25,6 +26,7 @@ const create = async () => ({ store: new DynamoDbStore({ client, table }) });
 // conflictCarriesCurrent: dynalite omits ALL_OLD's item, so the store reads it (real DynamoDB sends it).
 describeStoreContract("dynamodb (dynalite)", { create, conflictCarriesCurrent: true });
 describeElectorContract("dynamodb (dynalite)", create);
+describeShardedContract("dynamodb (dynalite)", create);
 
 const rawGet = async (name: string, tableName = table) =>
   (await client.send(new GetItemCommand({ TableName: tableName, Key: { pk: { S: name } }, ConsistentRead: true })))

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Elector, LeaseValidationError, MemoryStore } from "../src/index.js";
+import { ManualClock } from "../src/clock.js";
+import { Elector, LeaseValidationError, MemoryStore, runAsLeader } from "../src/index.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
 
 const store = new MemoryStore();
 
@@ -57,5 +60,45 @@ describe("elector options", () => {
     expect(issuesOf({ metadata: { big: "x".repeat(1100) } }).issues[0]?.message).toBe(
       "expected at most 1024 bytes as JSON",
     );
+  });
+
+  it("signal and onElector are refused by new Elector, with where they belong", () => {
+    const e = issuesOf({ signal: new AbortController().signal, onElector: () => {} });
+    expect(e.issues).toEqual([
+      {
+        path: "signal",
+        message: expect.stringContaining("pass it to runAsLeader(options, fn), or call elector.stop()"),
+      },
+      { path: "onElector", message: expect.stringContaining("pass it to runAsLeader(options, fn)") },
+    ]);
+  });
+
+  it("runAsLeader still takes signal and onElector (they are its own, not the elector's)", async () => {
+    const stop = new AbortController();
+    let seen: Elector | undefined;
+    const run = runAsLeader({ store, name: "jobs/run", signal: stop.signal, onElector: (e) => (seen = e) }, () => 1);
+    await expect(run).resolves.toBe(1);
+    expect(seen).toBeInstanceOf(Elector);
+  });
+
+  it("a waiting follower reads about once a second whatever the lease length (pollMs), not every retryMs", async () => {
+    for (const leaseMs of [2000, 10_000]) {
+      const clock = new ManualClock();
+      const tracked = new TrackedStore(new StoreWrapper(new MemoryStore(), { without: ["watch"] }));
+      const timing = { store: tracked, name: "jobs/poll", leaseMs, jitter: 0, clock };
+      const leader = new Elector({ ...timing, identity: "a" });
+      leader.start();
+      await clock.advance(0);
+      const follower = new Elector({ ...timing, identity: "b" });
+      expect(follower.pollMs).toBe(1000);
+      follower.start();
+      await clock.advance(0);
+      tracked.resetCounts();
+      await clock.advance(60_000);
+      // The leader renews without reading: every read is the follower's, one a second.
+      expect(tracked.counts.get).toBe(60);
+      expect(follower.current).toMatchObject({ isLeader: false, holder: "a" });
+      await Promise.all([leader.stop(), follower.stop()]);
+    }
   });
 });

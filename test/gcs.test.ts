@@ -12,6 +12,7 @@ import { Elector } from "../src/elector.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { casWrite, describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { GcsFaultProxy } from "./support/gcs-proxy.js";
@@ -52,6 +53,7 @@ describeStoreContract("gcs, readCurrentOnConflict: false", {
 describeElectorContract("gcs", async () => ({ store: ownClient() }), {
   timeScale: 4, // GCS refuses renewals faster than one a second (checkGcsElectorSettings)
 });
+describeShardedContract("gcs", async () => ({ store: ownClient() }), { timeScale: 4 });
 
 describe("GcsStore: object layout", () => {
   it("writes <prefix><name>.json as JSON with Cache-Control no-store; the generation is the revision", async () => {

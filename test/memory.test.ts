@@ -1,11 +1,13 @@
 import { MemoryStore } from "../src/stores/memory.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 
 const create = async () => ({ store: new MemoryStore() });
 describeStoreContract("memory", { create, conflictCarriesCurrent: true });
 describeElectorContract("memory", create);
+describeShardedContract("memory", create);
 
 // A third-party store may lack list (a plain key-value service): the contract still holds every
 // safety case for it, and checks that it declares the gap honestly.

@@ -316,7 +316,7 @@ describe("npm start refuses to start, naming the variable", () => {
         .find((l) => l.includes("API on")),
     );
     expect(line).toMatch(
-      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write\+cas on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000$/,
+      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write\+cas on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000$/,
     );
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);

@@ -79,8 +79,12 @@ it("the main entry exports the application API only", async () => {
   const main = await import("../src/index.js");
   expect(Object.keys(main).sort()).toEqual(
     [
+      "BoundElector",
       "BucketLostError",
       "Elector",
+      "LeaseSession",
+      "openSession",
+      "runLeader",
       "ElectorMetrics",
       "ShardedElector",
       "ShardedElectorMetrics",
@@ -89,6 +93,9 @@ it("the main entry exports the application API only", async () => {
       "reshard",
       "runSharded",
       "LeadershipLostError",
+      "LoadLane",
+      "openLane",
+      "processLane",
       "LeaseConflictError",
       "LeaseCorruptError",
       "LeaseStillHeldError",

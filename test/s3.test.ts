@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import { S3Store, type S3StoreOptions } from "../src/stores/s3.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";
 import { describeObjectStoreElectorFaults } from "./support/object-store-elector-faults.js";
@@ -63,6 +64,10 @@ describeStoreContract("s3, caller's S3Client with SDK retries on", {
   conflictCarriesCurrent: true,
 });
 describeElectorContract("s3 (versitygw)", async () => {
+  const store = ownClient();
+  return { store, dispose: () => store.close() };
+});
+describeShardedContract("s3 (versitygw)", async () => {
   const store = ownClient();
   return { store, dispose: () => store.close() };
 });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll } from "vitest";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract } from "../src/testkit/store-contract.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-sqlite-"));
@@ -16,3 +17,4 @@ const create = async () => {
 };
 describeStoreContract("sqlite", { create, conflictCarriesCurrent: true });
 describeElectorContract("sqlite", create);
+describeShardedContract("sqlite", create);

@@ -257,8 +257,14 @@ type Problem struct {
 	// holds (when the server expects it free, rounded up to whole seconds).
 	RetryAfter time.Duration
 	// Bound names the bound a refusal is over (kinds "over-limit" and "over-capacity"):
-	// watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections.
+	// watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections,
+	// inFlight or lateMs (a busy or late server serves current holders' renewals first and sheds
+	// acquisitions, reads, lists and watches: retry after RetryAfter).
 	Bound string
+	// FreeIn is, on a 409 conflict of a lease another holder still holds, how long until the
+	// server will consider it free, to the millisecond (RetryAfter is the same, in whole seconds);
+	// 0 when absent.
+	FreeIn time.Duration
 }
 
 // FieldError is one failing field of a 400 answer.
@@ -354,6 +360,9 @@ func problemOf(op string, hr *http.Response, body []byte) error {
 		}
 		if w.Bound != nil {
 			p.Bound = *w.Bound
+		}
+		if w.FreeInMs != nil {
+			p.FreeIn = time.Duration(*w.FreeInMs) * time.Millisecond
 		}
 		if w.Errors != nil {
 			for _, e := range *w.Errors {

@@ -10,8 +10,12 @@ import (
 // HeartbeatRequest renews (or, without Session, starts) a member's session in a sharded group.
 type HeartbeatRequest struct {
 	Instance string
-	// Session is the session this process holds, 0 to start one.
-	Session       int64
+	// Session is the session this process holds, sent only while its window is open; 0 to start
+	// the next one.
+	Session int64
+	// Ended, only without Session, is the newest session this process worked under (all its work
+	// has stopped): the server starts the next session on top of it. 0 when it never had one.
+	Ended         int64
 	LeaseDuration time.Duration
 	// Buckets is the count a new group starts with (0: the group must exist).
 	Buckets int
@@ -53,6 +57,10 @@ func (c *Client) Heartbeat(ctx context.Context, group, member string, r Heartbea
 	if r.Session > 0 {
 		s := int(r.Session)
 		body.Session = &s
+	}
+	if r.Ended > 0 {
+		e := int(r.Ended)
+		body.Ended = &e
 	}
 	if r.Buckets > 0 {
 		n := r.Buckets

@@ -54,13 +54,14 @@ func (b Bucket) StillLeader() bool { return b.m.holds(b.t) }
 // returns that error. When ctx ends, every bucket's work is stopped (waited for at most Grace),
 // the session is left (every bucket free for the others at once), and RunSharded returns nil.
 //
-// The rules are the TypeScript remote member's (docs/sharding.md, "What a remote member must
-// do"): the session's window is sentAt + LeaseDuration - SafetyMargin of the last successful
-// heartbeat on this clock, an answer that arrives after it grants nothing, a term once stopped is
-// never started again, a hand-off is confirmed only after its work returned. And one more: a
-// session whose window closed here is never resumed, even when the server still counts it live
-// (its buckets would come back at the terms this member stopped): it is left, and the next
-// session re-establishes the buckets at new terms.
+// The rules are docs/sharding.md's ("What a remote member must do"): the session's window is
+// sentAt + LeaseDuration - SafetyMargin of the last heartbeat whose answer was acted on, on this
+// clock; a heartbeat names the session only while that window is open, and its call is bounded by
+// what is left of it; once the window has closed, the next heartbeat starts the next session,
+// naming the one it worked under, so every bucket comes back at a new term (or moves); an answer
+// that arrives after it could be acted on grants nothing; a term once stopped is never started
+// again, and a bucket listed at such a term is confirmed as stopped (the server moves it on with a
+// new term); a hand-off is confirmed only after its work returned.
 func RunSharded(ctx context.Context, cfg MemberConfig, work func(ctx context.Context, b Bucket) error) error {
 	m, err := newMember(cfg, work)
 	if err != nil {
@@ -82,17 +83,21 @@ type member struct {
 
 	failed chan error
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// session is the session whose window is open until deadline (0: none).
 	session  int64
 	deadline time.Time
+	// worked is the newest session this process worked under: a start names it (Ended).
+	worked   int64
 	watchdog Timer
-	// lapsed: the session's window closed here; every tenure of it has ended.
-	lapsed  bool
-	running map[int]*bucketTenure
+	running  map[int]*bucketTenure
 	// ended is, per bucket, the highest term whose work this process stopped.
 	ended map[int]int64
 	// last is each bucket's latest tenure, running or stopping (a new one waits for it).
 	last map[int]*bucketTenure
+	// confirming is, per bucket, the term whose hand-off confirmation is in flight.
+	confirming map[int]int64
+	confirms   sync.WaitGroup
 }
 
 type bucketTenure struct {
@@ -132,7 +137,7 @@ func newMember(cfg MemberConfig, work func(ctx context.Context, b Bucket) error)
 		client: cfg.Client, group: cfg.Group, id: id, instance: instance, buckets: cfg.Buckets, t: t,
 		clock: clock, log: log.With("group", cfg.Group, "member", id), work: work,
 		failed: make(chan error, 1), running: map[int]*bucketTenure{}, ended: map[int]int64{},
-		last: map[int]*bucketTenure{},
+		last: map[int]*bucketTenure{}, confirming: map[int]int64{},
 	}, nil
 }
 
@@ -149,16 +154,21 @@ func (m *member) run(ctx context.Context) error {
 		}
 		sentAt := m.clock.Now()
 		m.mu.Lock()
-		session, deadline := m.session, m.deadline
-		m.mu.Unlock()
-		timeout := m.t.call
-		if session > 0 && deadline.After(sentAt) {
-			timeout = min(timeout, max(deadline.Sub(sentAt), time.Millisecond))
+		req := HeartbeatRequest{Instance: m.instance, LeaseDuration: m.t.lease, Buckets: m.buckets}
+		// The answer is acted on only before usable: a renewal's, the open window's end; a start's,
+		// the end of the window it would grant.
+		usable := sentAt.Add(m.t.lease - m.t.safety)
+		if m.session > 0 && sentAt.Before(m.deadline) {
+			req.Session, usable = m.session, m.deadline
+		} else {
+			// The window closed (the watchdog may not have run yet): nothing runs under it, and
+			// the next session starts on top of the newest one this process worked under.
+			m.stopAllLocked()
+			m.session, req.Ended = 0, m.worked
 		}
-		callCtx, cancel := context.WithTimeout(ctx, timeout)
-		hb, err := m.client.Heartbeat(callCtx, m.group, m.id, HeartbeatRequest{
-			Instance: m.instance, Session: session, LeaseDuration: m.t.lease, Buckets: m.buckets,
-		})
+		m.mu.Unlock()
+		callCtx, cancel := context.WithTimeout(ctx, max(min(m.t.call, usable.Sub(sentAt)), time.Millisecond))
+		hb, err := m.client.Heartbeat(callCtx, m.group, m.id, req)
 		cancel()
 		if err != nil {
 			wait, fatalErr := m.refused(ctx, err)
@@ -168,21 +178,12 @@ func (m *member) run(ctx context.Context) error {
 			sleep(ctx, m.clock, wait, nil)
 			continue
 		}
+		if !m.clock.Now().Before(usable) {
+			// An answer that came after it could be acted on grants nothing.
+			m.stopAll()
+			continue
+		}
 		until := sentAt.Add(m.t.lease - m.t.safety)
-		if !m.clock.Now().Before(until) {
-			// An answer that came after its window closed grants nothing.
-			m.stopAll(true)
-			continue
-		}
-		if m.resumedAfterLapse(hb.Session) {
-			// The server still counts the session live, but its window closed here and every
-			// tenure of it ended: resuming would hand back terms this member stopped. Its work
-			// has stopped, so leave it; the next heartbeat starts a new session, whose buckets
-			// come at new terms.
-			m.waitStopped()
-			m.leaveSession(hb.Session)
-			continue
-		}
 		stopped := m.adopt(hb, until)
 		m.confirm(ctx, hb.Session, stopped)
 		pause := m.t.renew
@@ -204,30 +205,34 @@ func (m *member) refused(ctx context.Context, err error) (time.Duration, error) 
 	case p == nil:
 	case p.Kind == "session-ended" || p.Kind == "member-in-use":
 		m.log.Warn("session over", "error", err)
-		m.stopAll(false)
+		m.stopAll()
 		m.waitStopped()
 		m.mu.Lock()
-		m.session, m.lapsed = 0, false
+		m.session = 0
 		m.mu.Unlock()
 		return m.t.retryDelay(), nil
 	case fatal(err) || p.Status == 404:
-		m.stopAll(false)
+		m.stopAll()
 		m.waitStopped()
 		return 0, err
 	case p.OverBound():
+		// Nothing was done (a busy server sheds new sessions first, and renewals only when it is
+		// full): wait its Retry-After, but while the session's window is open never past half of
+		// what is left of it, so one more heartbeat comes before it closes.
 		m.log.Warn("heartbeat refused over a bound of the server", "bound", p.Bound, "retryAfter", p.RetryAfter)
-		return m.t.after(max(m.t.retry, p.RetryAfter)), nil
+		wait := m.t.after(max(m.t.retry, p.RetryAfter))
+		m.mu.Lock()
+		session, deadline := m.session, m.deadline
+		m.mu.Unlock()
+		if left := deadline.Sub(m.clock.Now()); session > 0 && left > 0 {
+			wait = max(min(wait, left/2), m.t.retry/4)
+		}
+		return wait, nil
 	}
 	if ctx.Err() == nil {
 		m.log.Warn("heartbeat failed", "error", err)
 	}
 	return m.t.retryDelay(), nil
-}
-
-func (m *member) resumedAfterLapse(session int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lapsed && session == m.session
 }
 
 // adopt takes a heartbeat's answer: the new window, the tenures to stop and to start. It returns
@@ -236,10 +241,10 @@ func (m *member) resumedAfterLapse(session int64) bool {
 func (m *member) adopt(hb Heartbeat, until time.Time) []HeldBucket {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.session != 0 && hb.Session != m.session {
-		m.stopAllLocked(false)
+	if hb.Session != m.session {
+		m.stopAllLocked()
 	}
-	m.session, m.deadline, m.lapsed = hb.Session, until, false
+	m.session, m.deadline, m.worked = hb.Session, until, max(m.worked, hb.Session)
 	if m.watchdog != nil {
 		m.watchdog.Stop()
 	}
@@ -247,7 +252,7 @@ func (m *member) adopt(hb Heartbeat, until time.Time) []HeldBucket {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.deadline.Equal(until) && !m.clock.Now().Before(until) {
-			m.stopAllLocked(true)
+			m.stopAllLocked()
 		}
 	})
 	held := map[int]int64{}
@@ -278,24 +283,43 @@ func (m *member) adopt(hb Heartbeat, until time.Time) []HeldBucket {
 	return confirm
 }
 
-// confirm tells the server each bucket's work has stopped, once it has (at most Grace).
+// confirm tells the server each bucket's work has stopped, once it has (at most Grace). It runs
+// beside the heartbeats: a confirmation waiting for work to stop, or slow to answer, never holds
+// up the next renewal (confirming a few hand-offs one after another on a loaded machine let the
+// session's window close).
 func (m *member) confirm(ctx context.Context, session int64, buckets []HeldBucket) {
 	for _, b := range buckets {
 		m.mu.Lock()
-		last := m.last[b.Bucket]
-		m.mu.Unlock()
-		if last != nil && !waitDone(m.clock, last.done, m.t.grace) {
-			m.log.Warn("bucket work did not stop within Grace; confirming anyway", "bucket", b.Bucket, "term", b.Term)
-		}
-		callCtx, cancel := context.WithTimeout(ctx, m.t.call)
-		outcome, err := m.client.ConfirmHandoff(callCtx, m.group, m.id, m.instance, session, b.Bucket, b.Term)
-		cancel()
-		if err != nil {
-			// Refused or lost: the next heartbeat asks again or shows where the bucket went.
-			m.log.Warn("hand-off confirmation failed", "bucket", b.Bucket, "term", b.Term, "error", err)
+		if term, ok := m.confirming[b.Bucket]; ok && term == b.Term {
+			m.mu.Unlock()
 			continue
 		}
-		m.log.Info("handed off", "bucket", b.Bucket, "term", b.Term, "outcome", outcome)
+		m.confirming[b.Bucket] = b.Term
+		last := m.last[b.Bucket]
+		m.mu.Unlock()
+		m.confirms.Add(1)
+		go func() {
+			defer m.confirms.Done()
+			defer func() {
+				m.mu.Lock()
+				if m.confirming[b.Bucket] == b.Term {
+					delete(m.confirming, b.Bucket)
+				}
+				m.mu.Unlock()
+			}()
+			if last != nil && !waitDone(m.clock, last.done, m.t.grace) {
+				m.log.Warn("bucket work did not stop within Grace; confirming anyway", "bucket", b.Bucket, "term", b.Term)
+			}
+			callCtx, cancel := context.WithTimeout(ctx, m.t.call)
+			outcome, err := m.client.ConfirmHandoff(callCtx, m.group, m.id, m.instance, session, b.Bucket, b.Term)
+			cancel()
+			if err != nil {
+				// Refused or lost: the next heartbeat asks again or shows where the bucket went.
+				m.log.Warn("hand-off confirmation failed", "bucket", b.Bucket, "term", b.Term, "error", err)
+				return
+			}
+			m.log.Info("handed off", "bucket", b.Bucket, "term", b.Term, "outcome", outcome)
+		}()
 	}
 }
 
@@ -336,18 +360,15 @@ func (m *member) stopLocked(bucket int) {
 	m.log.Info("stopped bucket", "bucket", bucket, "term", t.term)
 }
 
-func (m *member) stopAll(lapsed bool) {
+func (m *member) stopAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.stopAllLocked(lapsed)
+	m.stopAllLocked()
 }
 
-func (m *member) stopAllLocked(lapsed bool) {
+func (m *member) stopAllLocked() {
 	for bucket := range m.running {
 		m.stopLocked(bucket)
-	}
-	if lapsed {
-		m.lapsed = true
 	}
 }
 
@@ -361,7 +382,7 @@ func (m *member) holds(t *bucketTenure) bool {
 	if m.clock.Now().Before(m.deadline) {
 		return true
 	}
-	m.stopAllLocked(true)
+	m.stopAllLocked()
 	return false
 }
 
@@ -384,7 +405,7 @@ func (m *member) waitStopped() {
 
 // leave stops every bucket, waits for the work (at most Grace), and ends the session.
 func (m *member) leave() {
-	m.stopAll(false)
+	m.stopAll()
 	m.waitStopped()
 	m.mu.Lock()
 	session := m.session
@@ -392,6 +413,7 @@ func (m *member) leave() {
 	if session > 0 {
 		m.leaveSession(session)
 	}
+	m.confirms.Wait()
 }
 
 // leaveSession ends session (its work has stopped), repeating an ambiguous answer a few times.
@@ -413,7 +435,7 @@ func (m *member) leaveSession(session int64) {
 	}
 	m.mu.Lock()
 	if m.session == session {
-		m.session, m.lapsed = 0, false
+		m.session = 0
 	}
 	m.mu.Unlock()
 }

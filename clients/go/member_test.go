@@ -159,6 +159,96 @@ func TestMemberWhoseWindowClosedGetsItsBucketsBackAtNewTerms(t *testing.T) {
 	}
 }
 
+// termsNow is the newest term each bucket was worked on at.
+func (w *bucketWork) termsNow() map[int]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int]int64{}
+	for b, ts := range w.terms {
+		out[b] = ts[len(ts)-1]
+	}
+	return out
+}
+
+// waitIdle waits until member works on nothing.
+func (w *bucketWork) waitIdle(t *testing.T, member string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(w.loads()[member]) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s kept working after its window closed", member)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Lost answers and late deliveries, in the order that hurt (docs/sharding.md, "What a remote
+// member must do"): a's heartbeats are held on the way until its window closes, so it stops and
+// starts the next session; those starts are held too; then every held request reaches the server
+// at once, after the ones a sends since (renewals of the old session, starts naming it), and the
+// next answers are lost. Every bucket a stopped comes back at a new term, or moves; no bucket is
+// worked on by two members at once, and no term twice.
+func TestMemberAcrossLostAndLateHeartbeats(t *testing.T) {
+	group := uniqueName("late")
+	proxy := testserver.NewProxy(t, shared.URL)
+	w := newBucketWork()
+	runMember(t, leasehold.MemberConfig{Client: client(t, proxy.URL), Group: group, Member: "a", Buckets: 8, Timing: fast}, w)
+	runMember(t, leasehold.MemberConfig{Client: client(t, shared.URL), Group: group, Member: "b", Buckets: 8, Timing: fast}, w)
+	w.waitBalanced(t, "a and b", []string{"a", "b"}, 8)
+	before := w.termsNow()
+	stopped := w.loads()["a"]
+	proxy.Inject("/heartbeat", testserver.Late, -1)
+	w.waitIdle(t, "a")
+	// a's starts (naming the session it worked under) are held as well, a retry period apart.
+	for proxy.Seen("/heartbeat") < 4 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.Heal()
+	proxy.Inject("/heartbeat", testserver.DropResponse, 3)
+	w.waitBalanced(t, "a and b again", []string{"a", "b"}, 8)
+	after := w.termsNow()
+	for _, b := range stopped {
+		if after[b] <= before[b] {
+			t.Errorf("bucket %d: worked on at term %d after a stopped it at %d", b, after[b], before[b])
+		}
+	}
+	if len(w.overlap) > 0 {
+		t.Fatal(strings.Join(w.overlap, "\n"))
+	}
+}
+
+// A server that stalls for about one lease (SIGSTOP of its process): every member's window
+// closes, some sessions expire by the server's clock meanwhile; once it answers again, every
+// bucket is worked on again, at new terms, and the members balance.
+func TestMembersRideOutAServerStall(t *testing.T) {
+	server := testserver.Start(t, testserver.Options{})
+	group := uniqueName("stall")
+	w := newBucketWork()
+	members := []string{"a", "b", "c"}
+	for _, m := range members {
+		runMember(t, leasehold.MemberConfig{Client: client(t, server.URL), Group: group, Member: m, Buckets: 8, Timing: fast}, w)
+	}
+	w.waitBalanced(t, "three members", members, 8)
+	before := w.termsNow()
+	if err := server.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(fast.LeaseDuration)
+	if err := server.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitBalanced(t, "after the stall", members, 8)
+	after := w.termsNow()
+	for b := range before {
+		if after[b] <= before[b] {
+			t.Errorf("bucket %d: worked on at term %d after the stall, not above %d", b, after[b], before[b])
+		}
+	}
+	if len(w.overlap) > 0 {
+		t.Fatal(strings.Join(w.overlap, "\n"))
+	}
+}
+
 // docs/sharding.md's test vectors, as test/sharding/bucket-of.test.ts checks them in TypeScript.
 func TestBucketOfMatchesTheDocumentedVectors(t *testing.T) {
 	vectors := []struct {

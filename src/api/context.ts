@@ -7,8 +7,10 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Clock } from "../clock.js";
 import type { Stored } from "../lease.js";
+import type { Admission } from "./admission.js";
 import { type Authorizer, type Principal, principalName, type Verb } from "./auth.js";
 import type { Caller, LeaseService } from "./lease-service.js";
+import type { LeaseViews } from "./lease-views.js";
 import { type CallerKey, EVERYONE, type WatchStreams } from "./limits.js";
 import type { ApiMetrics } from "./metrics.js";
 import type { apiRoutes } from "./openapi.js";
@@ -17,7 +19,14 @@ import { ProblemError } from "./problems.js";
 import type { ShardService } from "./shard-service.js";
 import type { WatchHub } from "./watch-hub.js";
 
-export type Env = { Variables: { route: string; principal: Principal } };
+export type Env = {
+  Variables: {
+    route: string;
+    principal: Principal;
+    /** Set by admission (src/api/admission.ts) for a request admitted on the holders' share only. */
+    renewalsOnly: ProblemError | undefined;
+  };
+};
 
 /** createApp's `streams` option (src/api/app.ts): whether this runtime streams, and until when. */
 export type StreamSupport =
@@ -29,6 +38,8 @@ export type Api = OpenAPIHono<Env>;
 export interface Deps {
   auth: Authorizer;
   service: LeaseService;
+  /** What records look like to callers, read without publishing (what the streams use). */
+  views: LeaseViews;
   shards: ShardService;
   hub: WatchHub;
   watchers: WatchStreams;
@@ -38,6 +49,8 @@ export interface Deps {
   /** createApp's `streams`: whether this runtime streams, and until when (`{}`: until the client leaves). */
   streams: StreamSupport | Record<string, never>;
   routes: ReturnType<typeof apiRoutes>;
+  /** Renewals first (src/api/admission.ts); undefined: every request is admitted. */
+  admission: Admission | undefined;
 }
 
 /** 403 unless the request's token may do `verb` on `name`. */
@@ -60,13 +73,17 @@ export function openStream(deps: Deps, c: Context<Env>): () => void {
   return deps.watchers.open(callerKey(c));
 }
 
-/** The caller as the lease service needs it: its name for logs, its quota key and prefix. */
+/**
+ * The caller as the lease service needs it: its name for logs, its quota key and prefix, and
+ * whether only a renewal of its may go on (admitted on the holders' share).
+ */
 export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
   const principal = c.get("principal");
   return {
     by: principalName(principal),
     key: callerKey(c),
     quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
+    renewalsOnly: c.get("renewalsOnly"),
   };
 }
 

@@ -15,34 +15,18 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { isAmbiguous, LeaseCorruptError, LeaseValidationError } from "../errors.js";
-import { type LeaseView, MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
+import { isLeaseValidationError } from "../errors.js";
+import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
-import { type BucketState, GroupRecords, groupShape, isGroupConfig } from "./group-records.js";
+import { groupShape, isGroupConfig } from "./group-records.js";
 import { digestOf, instanceDigest, withDigest } from "./instance.js";
+import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
 
 const ATTEMPTS = 4;
-
-/** A record as callers see it: the server's reserved metadata keys are never shown. */
-export function toView(stored: Stored, bucket?: BucketState): LeaseView {
-  const r = stored.record;
-  return {
-    name: r.name,
-    holder: r.holder,
-    term: r.term,
-    leaseMs: r.leaseMs,
-    acquiredAt: r.acquiredAt,
-    renewedAt: r.renewedAt,
-    expiresAt: bucket?.expiresAt ?? r.renewedAt + r.leaseMs,
-    metadata: callerMetadata(r.metadata),
-    writeId: r.writeId,
-    revision: stored.revision,
-  };
-}
 
 export interface LeaseOutcome {
   leader: boolean;
@@ -58,13 +42,20 @@ export interface Caller {
   key: CallerKey;
   /** The prefix the caller's records are counted under (its covering scope prefix). */
   quotaPrefix: string;
+  /**
+   * Set when the request was admitted on the share of the server reserved for current holders
+   * (src/api/admission.ts) though its route could also be an acquisition (acquire, the raw PUT):
+   * the refusal to answer, before anything is written, when it turns out not to be one.
+   */
+  renewalsOnly?: ProblemError | undefined;
 }
 
 export interface LeaseServiceOptions {
   /** The store, already metered (src/api/metered-store.ts). */
   store: LeaseStore;
   clock: Clock;
-  maxSkewMs: number;
+  /** The server's rule for free records, and what callers see (src/api/lease-views.ts). */
+  views: LeaseViews;
   /** Every record this service reads or writes, for the watch streams (WatchHub.publish). */
   publish: (name: string, stored: Stored | null) => void;
   quota: RecordQuota;
@@ -74,29 +65,23 @@ export interface LeaseServiceOptions {
 export class LeaseService {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
-  readonly maxSkewMs: number;
+  private readonly views: LeaseViews;
   private readonly publish: LeaseServiceOptions["publish"];
   private readonly quota: RecordQuota;
   private readonly log: ApiLogger;
-  /** Recognises the records of sharded groups, and a bucket's real state. */
-  readonly groups: GroupRecords;
 
   constructor(options: LeaseServiceOptions) {
     this.store = options.store;
     this.clock = options.clock;
-    this.maxSkewMs = options.maxSkewMs;
+    this.views = options.views;
     this.publish = options.publish;
     this.quota = options.quota;
     this.log = options.log ?? silentLogger;
-    this.groups = new GroupRecords(
-      (name) => this.get(name),
-      (record) => this.isFree(record),
-    );
   }
 
-  /** Free when released, or when no instance could still consider it held (skew bound included). */
+  /** Free by the server's rule (src/api/lease-views.ts). */
   isFree(record: LeaseRecord, wallNow = this.clock.wallNow()): boolean {
-    return record.holder === null || wallNow > record.renewedAt + record.leaseMs + this.maxSkewMs;
+    return this.views.isFree(record, wallNow);
   }
 
   async get(name: string): Promise<Stored | null> {
@@ -108,11 +93,6 @@ export class LeaseService {
     }
     this.publish(name, stored);
     return stored;
-  }
-
-  /** The record as callers see it, a bucket with its owner's session's state. */
-  async view(stored: Stored, cache?: Map<string, Promise<Stored | null>>): Promise<LeaseView> {
-    return toView(stored, await this.groups.bucketState(stored, cache));
   }
 
   async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Stored> {
@@ -177,8 +157,10 @@ export class LeaseService {
           writeId: newWriteId(),
         };
       }
+      // Not a renewal: refused here when only current holders' renewals are admitted now.
+      if (caller.renewalsOnly) throw caller.renewalsOnly;
       // Held by someone else: 409 with Retry-After, when the server expects it free (as the raw PUT).
-      if (r && !this.isFree(r, wall)) throw heldBy(name, current!, this.maxSkewMs, wall);
+      if (r && !this.isFree(r, wall)) throw heldBy(name, current!, this.views.freeInMs(current!.record, wall));
       return {
         name,
         holder: req.holder,
@@ -231,16 +213,18 @@ export class LeaseService {
     caller: Caller,
   ): Promise<Stored> {
     const wall = this.clock.wallNow();
-    if (body.acquiredAt > wall + this.maxSkewMs) {
+    if (body.acquiredAt > wall + this.views.maxSkewMs) {
       throw new ProblemError("validation", "acquiredAt is in the future of this server's clock", {
-        errors: [{ path: "acquiredAt", message: `expected at most ${wall + this.maxSkewMs}` }],
+        errors: [{ path: "acquiredAt", message: `expected at most ${wall + this.views.maxSkewMs}` }],
       });
     }
     const digest = await instanceDigest(instance);
     const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
     const current = await this.get(name);
+    // Admitted only as a renewal (src/api/admission.ts): refused first if it is none.
+    if (caller.renewalsOnly && !this.holdersOwnWrite(current, next, digest, wall)) throw caller.renewalsOnly;
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
-    await this.groups.refusePlainWrite(name, current);
+    await this.views.groups.refusePlainWrite(name, current);
     if (groupShape(name)?.kind === "config" && isGroupConfig(next)) {
       throw new ProblemError(
         "group-record",
@@ -265,11 +249,18 @@ export class LeaseService {
     try {
       this.store.checkRevision?.(revision);
     } catch (error) {
-      if (!(error instanceof LeaseValidationError)) throw error;
+      if (!isLeaseValidationError(error)) throw error;
       throw new ProblemError("validation", `${header} names no revision this server could have issued`, {
         errors: error.issues.map((i) => ({ path: header, message: i.message })),
       });
     }
+  }
+
+  /** A raw write by the live holder's own process that renews or releases its term (src/api/admission.ts). */
+  private holdersOwnWrite(current: Stored | null, next: LeaseRecord, digest: string, wall: number): boolean {
+    const r = current?.record;
+    if (!r || r.holder === null || this.isFree(r, wall) || digestOf(r) !== digest) return false;
+    return next.term === r.term && (next.holder === null || next.holder === r.holder);
   }
 
   /**
@@ -295,7 +286,7 @@ export class LeaseService {
       }
       return;
     }
-    if (live) throw heldBy(name, current, this.maxSkewMs, wall);
+    if (live) throw heldBy(name, current, this.views.freeInMs(current.record, wall));
   }
 
   /**
@@ -311,7 +302,7 @@ export class LeaseService {
     let current = await this.get(name);
     let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      await this.groups.refusePlainWrite(name, current);
+      await this.views.groups.refusePlainWrite(name, current);
       const record = next(current, this.clock.wallNow());
       if (record === "unchanged") return { leader: false, stored: current! };
       if (record === undefined) {
@@ -385,13 +376,13 @@ function holderInUse(name: string, current: Stored): ProblemError {
   );
 }
 
-function heldBy(name: string, current: Stored, maxSkewMs: number, wall: number): ProblemError {
+/** 409 for a lease still held: Retry-After in whole seconds, and `freeInMs` to the millisecond. */
+function heldBy(name: string, current: Stored, freeInMs: number): ProblemError {
   const r = current.record;
-  const freeIn = r.renewedAt + r.leaseMs + maxSkewMs - wall + 1;
   return new ProblemError(
     "conflict",
     `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server's clock passes renewedAt + leaseMs + maxSkewMs: another holder takes it only after that`,
-    { lease: toView(current), leader: false, retryAfter: Math.max(1, Math.ceil(freeIn / 1000)) },
+    { lease: toView(current), leader: false, retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)), freeInMs },
   );
 }
 
@@ -409,18 +400,4 @@ function enforceTermRules(name: string, current: Stored | null, next: LeaseRecor
     rule: violation.rule,
     ...(current ? { lease: toView(current) } : {}),
   });
-}
-
-/**
- * A store failure as a problem. The detail never carries the backend's own message: it can name
- * files, buckets, endpoints or SDK internals that are not the client's business.
- */
-export function storeProblem(op: string, error: unknown): ProblemError {
-  if (error instanceof ProblemError) return error;
-  if (error instanceof LeaseValidationError) {
-    return new ProblemError("validation", error.message, { errors: error.issues });
-  }
-  if (error instanceof LeaseCorruptError) return new ProblemError("corrupt", error.message);
-  const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
-  return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
 }

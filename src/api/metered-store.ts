@@ -6,7 +6,7 @@
  * Runtime-neutral.
  */
 import type { Clock } from "../clock.js";
-import { isAmbiguous, LeaseConflictError, LeaseCorruptError, LeaseValidationError } from "../errors.js";
+import { isAmbiguous, isLeaseConflictError, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { type ApiLogger, failureFields } from "./log.js";
 import type { ApiMetrics } from "./metrics.js";
@@ -17,10 +17,10 @@ export function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetric
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof LeaseConflictError) metrics.conflicts.inc();
-      else if (error instanceof LeaseCorruptError) {
+      if (isLeaseConflictError(error)) metrics.conflicts.inc();
+      else if (isLeaseCorruptError(error)) {
         log.error("lease record corrupt", { op, lease: error.lease });
-      } else if (!(error instanceof LeaseValidationError)) {
+      } else if (!isLeaseValidationError(error)) {
         metrics.storeErrors.inc({ op, ambiguous: String(isAmbiguous(error)) });
         log.error("store call failed", { op, ...failureFields(error) });
       }
@@ -43,7 +43,7 @@ export function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetric
         try {
           yield* list.call(store, prefix, options);
         } catch (error) {
-          if (!(error instanceof LeaseValidationError || error instanceof LeaseCorruptError)) {
+          if (!(isLeaseValidationError(error) || isLeaseCorruptError(error))) {
             metrics.storeErrors.inc({ op: "list", ambiguous: "false" });
             log.error("store call failed", { op: "list", ...failureFields(error) });
           }

@@ -85,9 +85,21 @@ export class ApiMetrics {
   readonly storeErrors = new Counter("leasehold_store_errors_total", "Store calls that failed, by op and ambiguity.");
   readonly storeLatency = new Histogram("leasehold_store_call_duration_seconds", "Store call latency by op.");
   readonly watchers = new Counter("leasehold_watch_streams_total", "Watch streams opened.");
+  readonly refused = new Counter(
+    "leasehold_admission_refused_total",
+    "Requests refused 503 by admission (renewals first), by bound (inFlight, lateMs) and lane.",
+  );
 
   render(): string {
-    return `${[this.requests, this.conflicts, this.storeErrors, this.storeLatency, this.watchers, ...this.gauges]
+    return `${[
+      this.requests,
+      this.conflicts,
+      this.storeErrors,
+      this.storeLatency,
+      this.watchers,
+      this.refused,
+      ...this.gauges,
+    ]
       .flatMap((m) => m.render())
       .join("\n")}\n`;
   }

@@ -1,12 +1,13 @@
 /**
  * The request checks every route shares, in the order docs/design.md §5 gives: the method (405,
  * src/api/methods.ts), the Host of a server without tokens (403), who is asking (401), the body's
- * type (415) and size (413); then per route the name and the token's scope (400, 403), the body's
+ * type (415) and size (413), admission (503, src/api/admission.ts); then per route the name and the token's scope (400, 403), the body's
  * text (I-JSON, 400), and only then its fields (the route's zod schema, 400). Runtime-neutral.
  */
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { UNPAIRED_SURROGATE } from "../lease.js";
+import { type Admission, laneOf } from "./admission.js";
 import type { Authorizer, Verb } from "./auth.js";
 import { allow, type Deps, type Env } from "./context.js";
 import type { ApiMetrics } from "./metrics.js";
@@ -69,6 +70,29 @@ export function jsonBodies(bytes: number): MiddlewareHandler<Env> {
       );
     }
     return limit(c, next);
+  };
+}
+
+/**
+ * Admits the request in its lane (src/api/admission.ts) or answers 503 over-capacity; the
+ * request counts as in flight until its answer is ready (a stream's body then runs on its own).
+ */
+export function admitted(admission: Admission): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const request = {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      header: (name: string) => c.req.header(name),
+      body: () => c.req.json() as Promise<unknown>,
+    };
+    const lane = await laneOf(request, admission.holdings);
+    const ticket = admission.admit(lane);
+    c.set("renewalsOnly", ticket.renewalsOnly);
+    try {
+      await next();
+    } finally {
+      ticket.done();
+    }
   };
 }
 

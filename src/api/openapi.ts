@@ -201,26 +201,46 @@ export function commonParts(secured: boolean) {
   const overLimit = (what: string) => ({
     429: problem(`Over a bound of this server (\`bound\` names it: ${what}); retry after Retry-After`, retryAfter),
   });
-  const failures = {
-    500: problem("A stored record is unreadable (corrupt, named in `detail`) or an unexpected error"),
-    503: problem("Store unavailable, or a write's outcome unknown: retry after Retry-After", retryAfter),
-  };
+  // 503: the store, or admission (src/api/admission.ts), which answers before anything is done
+  // and serves current holders first: how it treats a route is said on the route.
+  const unreadable = problem("A stored record is unreadable (corrupt, named in `detail`) or an unexpected error");
+  const store503 = "Store unavailable, or a write's outcome unknown (retry after Retry-After)";
+  const shed =
+    "`over-capacity`, answered before anything is done: `bound` lateMs (this server is late, and serves current holders' renewals and member heartbeats first) or inFlight (it serves as many requests at once as it does but for the share reserved for them); retry after Retry-After";
+  const failuresWith = (admission: string) => ({
+    500: unreadable,
+    503: problem(`${store503}; or ${admission}`, retryAfter),
+  });
+  /** A request admission sheds first: acquisitions, reads, lists. */
+  const failures = failuresWith(shed);
+  /** What only a current holder sends: refused by admission only when every request slot is in use. */
+  const holderFailures = failuresWith(
+    "`over-capacity` with `bound` inFlight, only when every request this server serves at once is in flight, the share reserved for current holders included",
+  );
+  /** Acquire and the raw PUT: a current holder's renewal is served on the reserved share, anything else is shed. */
+  const renewalOrShed = failuresWith(
+    `${shed}. Not when it is the current holder's own renewal (or release), which is served on the reserved share`,
+  );
+  const heartbeatFailures = failuresWith(
+    `with \`session\` (a renewal): as for renew, \`over-capacity\` only when every request slot is in use; without (a new session): ${shed}`,
+  );
   const invalid = problem("Invalid name, body, query or header: `errors` lists each failing field");
   // What a stream may answer instead of opening: its caller's bound, the server's, or the store.
   const streamBounds = {
     ...overLimit("watchStreamsPerToken"),
     500: failures[500],
     503: problem(
-      "Store unavailable (retry after Retry-After), or `over-capacity`: this server serves watchStreams streams already (`bound`)",
+      `Store unavailable (retry after Retry-After), or \`over-capacity\`: this server serves watchStreams streams already (\`bound\`), or ${shed}`,
       retryAfter,
     ),
   };
-  return { security, open, auth, failures, invalid, overLimit, streamBounds };
+  const lanes = { holder: holderFailures, renewal: renewalOrShed, heartbeat: heartbeatFailures };
+  return { security, open, auth, failures, lanes, invalid, overLimit, streamBounds };
 }
 
 /** The routes and their documentation, for a server that requires tokens (`secured`) or not. */
 export function apiRoutes(secured: boolean) {
-  const { security, open, auth, failures, invalid, overLimit, streamBounds } = commonParts(secured);
+  const { security, open, auth, failures, lanes, invalid, overLimit, streamBounds } = commonParts(secured);
   const withBody = {
     413: problem("Request body larger than the server's limit (4096 bytes by default)"),
     415: problem("Body is not Content-Type: application/json"),
@@ -265,7 +285,7 @@ export function apiRoutes(secured: boolean) {
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
-        ...failures,
+        ...lanes.renewal,
       },
     }),
     renew: createRoute({
@@ -291,7 +311,7 @@ export function apiRoutes(secured: boolean) {
           `\`conflict\`: lost (another holder, the term moved on, or it expired; \`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
         ),
         ...withBody,
-        ...failures,
+        ...lanes.holder,
       },
     }),
     release: createRoute({
@@ -314,7 +334,7 @@ export function apiRoutes(secured: boolean) {
           `\`conflict\`: not this holder's term, or released by another process (\`lease\` is the current record for a token that may read it); ${heldElsewhere}`,
         ),
         ...withBody,
-        ...failures,
+        ...lanes.holder,
       },
     }),
     get: createRoute({
@@ -367,7 +387,7 @@ export function apiRoutes(secured: boolean) {
         ...withBody,
         428: problem("Neither If-Match nor If-None-Match was sent"),
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new lease"),
-        ...failures,
+        ...lanes.renewal,
       },
     }),
     list: createRoute({
@@ -461,7 +481,7 @@ export function apiRoutes(secured: boolean) {
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),
-        ...failures,
+        ...lanes.heartbeat,
       },
     }),
     handoff: createRoute({
@@ -482,7 +502,7 @@ export function apiRoutes(secured: boolean) {
           "`bucket-not-held`: the member does not hold the bucket at that term (already moved on); `session-ended`, `member-in-use` or `not-a-group` as for heartbeatMember",
         ),
         ...withBody,
-        ...failures,
+        ...lanes.holder,
       },
     }),
     leave: createRoute({
@@ -500,7 +520,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         409: problem("`session-ended` or `member-in-use` as for heartbeatMember"),
         ...withBody,
-        ...failures,
+        ...lanes.holder,
       },
     }),
     health: {

@@ -42,6 +42,26 @@ export const APP_OPTION_BOUNDS = {
   bucketWritesPerHeartbeat: { min: 1, max: 4096, default: 64, unit: "a whole number of writes" },
 } as const satisfies Record<string, Bounds>;
 
+/**
+ * Admission (src/api/admission.ts): requests in flight, the share of them reserved for current
+ * holders' renewals, and the event-loop lateness past which only those are served. inFlight: 2
+ * leaves one request for each share; past a million the bound bounds nothing. reservedInFlight's
+ * `default` is what a quarter of inFlight's default gives: unset, it is a quarter of inFlight (at
+ * least 1), and it must stay below inFlight. lateMs: under 10 ms a timer's own jitter would shed;
+ * past a minute nothing is late. Its default, 1000 ms: a full `npm test` on a busy 2-core machine
+ * (load average 34) measured 270-330 ms of lateness in servers that were keeping up, and a server a
+ * whole second late is putting 1 s renewals at risk; set it lower for short leases.
+ */
+export const ADMISSION_BOUNDS = {
+  inFlight: { min: 2, max: 1_000_000, default: 512, unit: "a whole number of requests" },
+  reservedInFlight: { min: 1, max: 999_999, default: 128, unit: "a whole number of requests" },
+  lateMs: { min: 10, max: 60_000, default: 1000, unit: MS },
+} as const satisfies Record<string, Bounds>;
+export type AdmissionName = keyof typeof ADMISSION_BOUNDS;
+
+/** reservedInFlight when unset: a quarter of inFlight, at least 1. */
+export const defaultReserved = (inFlight: number) => Math.max(1, Math.floor(inFlight / 4));
+
 /** The bounds of `limits`, each a createApp option and a LEASEHOLD_* variable. */
 export const LIMIT_NAMES = [
   "bodyBytes",
@@ -94,13 +114,44 @@ const appOptionsSchema = z.looseObject({
     .looseObject(Object.fromEntries(LIMIT_NAMES.map((name) => [name, optional(APP_OPTION_BOUNDS[name])])))
     .optional(),
   allowedHosts: z.literal("loopback").optional(),
+  admission: z
+    .looseObject({
+      inFlight: optional(ADMISSION_BOUNDS.inFlight),
+      reservedInFlight: optional(ADMISSION_BOUNDS.reservedInFlight),
+      lateMs: optional(ADMISSION_BOUNDS.lateMs),
+      lateness: z.custom<() => number>((f) => typeof f === "function", { error: "expected a function" }).optional(),
+    })
+    .superRefine((a, ctx) => {
+      const inFlight = (a.inFlight as number | undefined) ?? ADMISSION_BOUNDS.inFlight.default;
+      const reserved = a.reservedInFlight as number | undefined;
+      if (typeof reserved === "number" && reserved >= inFlight) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["reservedInFlight"],
+          message: `expected fewer than inFlight (${inFlight}) requests, got ${reserved}: the rest serve everything else`,
+        });
+      }
+    })
+    .optional(),
 });
 
 export type ResolvedAppOptions = {
   maxSkewMs: number;
   watchPollMs: number;
   heartbeatMs: number;
+  /** Admission's bounds; undefined: every request is admitted (createApp without `admission`). */
+  admission: Record<AdmissionName, number> | undefined;
 } & Record<LimitName, number>;
+
+/** Admission's bounds with their defaults filled in (reservedInFlight: a quarter of inFlight). */
+export function resolveAdmission(a: { [K in AdmissionName]?: number | undefined }): Record<AdmissionName, number> {
+  const inFlight = a.inFlight ?? ADMISSION_BOUNDS.inFlight.default;
+  return {
+    inFlight,
+    reservedInFlight: a.reservedInFlight ?? defaultReserved(inFlight),
+    lateMs: a.lateMs ?? ADMISSION_BOUNDS.lateMs.default,
+  };
+}
 
 /**
  * Checks the options and fills in the defaults (the bounds' own, so the start-up line and the
@@ -113,6 +164,7 @@ export function resolveAppOptions(options: unknown): ResolvedAppOptions {
     watchPollMs?: number;
     heartbeatMs?: number;
     limits?: Partial<Record<LimitName, number>>;
+    admission?: Partial<Record<AdmissionName, number>>;
   };
   const b = APP_OPTION_BOUNDS;
   const limits = Object.fromEntries(LIMIT_NAMES.map((name) => [name, o.limits?.[name] ?? b[name].default]));
@@ -120,6 +172,7 @@ export function resolveAppOptions(options: unknown): ResolvedAppOptions {
     maxSkewMs: o.maxSkewMs ?? b.maxSkewMs.default,
     watchPollMs: o.watchPollMs ?? b.watchPollMs.default,
     heartbeatMs: o.heartbeatMs ?? b.heartbeatMs.default,
+    admission: o.admission ? resolveAdmission(o.admission) : undefined,
     ...(limits as Record<LimitName, number>),
   };
 }

@@ -50,6 +50,8 @@ export class ProblemError extends Error {
       allow?: string;
       /** The bound a refused request is over (429, 503). */
       bound?: string;
+      /** A lease still held (409 conflict): in how many ms this server will consider it free. */
+      freeInMs?: number;
       /** The sharded group whose record a plain route refused to write (409 group-record). */
       group?: string;
     } = {},
@@ -67,6 +69,7 @@ export class ProblemError extends Error {
     if (this.extra.rule !== undefined) body.rule = this.extra.rule;
     if (this.extra.bound !== undefined) body.bound = this.extra.bound;
     if (this.extra.group !== undefined) body.group = this.extra.group;
+    if (this.extra.freeInMs !== undefined) body.freeInMs = this.extra.freeInMs;
     return body;
   }
 

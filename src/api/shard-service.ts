@@ -17,11 +17,15 @@
  *   Moving one needs the member's confirmation that its work has stopped (`confirmHandoff`), or
  *   the end of its session (leave, or expiry and a fence).
  * - "The view has been stable for `settleMs`" is judged from the member records' stamps (when each
- *   live session began, when each ended or expired), with the caller's `leaseMs` as `settleMs`.
+ *   live member's run of sessions began, its `since`; when each session ended or expired), with the
+ *   caller's `leaseMs` as `settleMs`.
  *   Stability only gates hand-off requests, which need the owner's cooperation: a wrong judgement
  *   can move a bucket early or late, never give it to two members.
  * - The member's session window is the member's own business: it stops all work at its own
- *   monotonic `sentAt + leaseMs - safetyMs`; nothing the server answers extends that.
+ *   monotonic `sentAt + leaseMs - safetyMs`; nothing the server answers extends that. What the
+ *   server makes sure of is that a member that had to stop never gets the same terms back: no
+ *   renewal for a heartbeat arriving after `renewedAt + leaseMs`, and a start on top of the
+ *   member's own live session when it names that session as ended (`sessionStep`).
  *
  * Runtime-neutral.
  */
@@ -74,7 +78,20 @@ interface Group {
   buckets: Map<number, BucketInfo>;
 }
 
-type SessionStep = { kind: "renew" | "start"; term: number };
+/**
+ * The session write: `stays` when the member stays in the view (a renewal, or a start on top of its
+ * own live session), so its run of sessions keeps the `since` it began with.
+ */
+type SessionStep = { kind: "renew" | "start"; term: number; stays: boolean };
+
+/** Member metadata key (over HTTP): when the member's unbroken run of live sessions began, wall-clock ms. */
+const SINCE = "since";
+
+/** When `m`'s unbroken run of sessions began: its `since`, or its session's start. */
+function sinceOf(m: MemberInfo): number {
+  const since = Number(m.stored.record.metadata[SINCE]);
+  return Number.isSafeInteger(since) ? since : m.stored.record.acquiredAt;
+}
 
 // ---- what a member proves: its instance (docs/security.md) ----
 // The caller's `instance` is never stored: its digest is, in the session record's reserved key.
@@ -120,7 +137,8 @@ export class ShardService {
       const before = this.plan(state, member, step.term, req.leaseMs, wall);
       if (before.staleConfig) continue; // a re-shard under way: read the config again
       if (!mine) await this.leases.admitCreate(caller);
-      const metadata = withDigest(memberMetadata(before.wants), proof.digest);
+      const since = step.stays && mine ? sinceOf(mine) : wall;
+      const metadata = withDigest({ ...memberMetadata(before.wants), [SINCE]: String(since) }, proof.digest);
       const next = sessionRecord(name, member, step, mine, req, metadata, wall);
       const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null, caller.by);
       if (outcome.kind === "lost") continue;
@@ -278,7 +296,20 @@ export class ShardService {
 
   // ---- deciding ----
 
-  /** What the session write is: a renewal of the caller's own live session, or a new one. */
+  /**
+   * What the session write is: a renewal of the caller's own live session, or a new one.
+   *
+   * - With `session`: renewed only while the member could still be inside its window. The member's
+   *   window closes at `sentAt + leaseMs - safetyMs` of its last answered heartbeat, which the
+   *   server renewed (stamping `renewedAt`) after that send; so a renewal arriving after
+   *   `renewedAt + leaseMs` comes from a member whose work has stopped (or whose answer will come
+   *   too late to act on). Renewing it would list the same buckets at the terms it stopped, which
+   *   it may never start again: it is refused, and the member starts the next session.
+   * - Without `session`: a new session (term + 1) on top of the member's own live one when the
+   *   member names that session as ended; a session newer than the one it names is one it never
+   *   acted on (a start whose answer was lost, or a start that arrived late, after a newer one):
+   *   it is renewed, never ended, since the member may be working under it now.
+   */
   private sessionStep(
     group: string,
     member: string,
@@ -290,14 +321,26 @@ export class ShardService {
     const live = mine !== undefined && mine.holder === member && !this.leases.isFree(mine.stored.record, wall);
     const ours = live && sameInstance(mine, proof);
     if (req.session !== undefined) {
-      if (ours && mine.term === req.session) return { kind: "renew", term: mine.term };
+      if (req.ended !== undefined) {
+        throw new ProblemError("validation", "ended: send it only without session (to start the next session)", {
+          errors: [{ path: "ended", message: "expected only without session" }],
+        });
+      }
+      if (ours && mine.term === req.session && !this.pastWindow(mine, wall)) {
+        return { kind: "renew", term: mine.term, stays: true };
+      }
       if (live && !ours) throw memberInUse(group, member, mine);
       throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
     }
-    // A start whose answer was lost is recognised by its instance and renewed, not refused.
-    if (ours) return { kind: "renew", term: mine.term };
-    if (live) throw memberInUse(group, member, mine);
-    return { kind: "start", term: (mine?.term ?? 0) + 1 };
+    if (live && !ours) throw memberInUse(group, member, mine);
+    if (ours && mine.term > (req.ended ?? 0)) return { kind: "renew", term: mine.term, stays: true };
+    return { kind: "start", term: (mine?.term ?? 0) + 1, stays: ours };
+  }
+
+  /** `renewedAt + leaseMs` has passed on this server's clock: no member can still be inside the window. */
+  private pastWindow(m: MemberInfo, wall: number): boolean {
+    const r = m.stored.record;
+    return wall > r.renewedAt + r.leaseMs;
   }
 
   /** The caller's live session, the one it names from its own instance; otherwise the problem. */
@@ -352,8 +395,9 @@ export class ShardService {
   }
 
   /**
-   * When the live view last changed, by the records' own stamps: a live session's start, a
-   * session's end (released or fenced), or an unfenced session's expiry.
+   * When the live view last changed, by the records' own stamps: a live member's joining (the start
+   * of its unbroken run of sessions: a member that starts its next session on top of its own live
+   * one never left the view), a session's end (released or fenced), or an unfenced session's expiry.
    */
   private viewChangedAt(members: ReadonlyMap<string, MemberInfo>, wall: number): number {
     let at = 0;
@@ -361,7 +405,7 @@ export class ShardService {
       const r = m.stored.record;
       if (m.holder === null) at = Math.max(at, r.renewedAt);
       else if (this.leases.isFree(r, wall)) at = Math.max(at, r.renewedAt + r.leaseMs + this.maxSkewMs);
-      else at = Math.max(at, r.acquiredAt);
+      else at = Math.max(at, sinceOf(m));
     }
     return at;
   }
@@ -523,11 +567,15 @@ function sessionEnded(
   else if (mine.holder === null) why = mine.fencedBy ? `"${mine.fencedBy}" ended it after it expired` : "it was left";
   else {
     const r = mine.stored.record;
-    why = `it expired ${wall - (r.renewedAt + r.leaseMs + maxSkewMs)} ms ago (no heartbeat within leaseMs)`;
+    const late = wall - (r.renewedAt + r.leaseMs);
+    why =
+      wall > r.renewedAt + r.leaseMs + maxSkewMs
+        ? `it expired ${wall - (r.renewedAt + r.leaseMs + maxSkewMs)} ms ago (no heartbeat within leaseMs)`
+        : `this heartbeat arrived ${late} ms after renewedAt + leaseMs, when the member's own window had closed: its work has stopped, and renewing would hand back terms it stopped`;
   }
   return new ProblemError(
     "session-ended",
-    `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session to start the next`,
+    `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session (ended: ${session}) to start the next`,
   );
 }
 

@@ -16,7 +16,7 @@
  * so neither depends on the other.
  */
 import type { Clock } from "../clock.js";
-import { LeaseCorruptError } from "../errors.js";
+import { isLeaseCorruptError } from "../errors.js";
 import type { LeaseStore, Stored } from "../lease.js";
 import { DEFAULT_READ_CONCURRENCY, eachBounded, READ_BATCH, readMany } from "../read-many.js";
 
@@ -142,7 +142,7 @@ export class WatchHub {
   private async singleReadsWork(name: string): Promise<boolean> {
     return this.store.get(name).then(
       () => true,
-      (error: unknown) => error instanceof LeaseCorruptError,
+      (error: unknown) => isLeaseCorruptError(error),
     );
   }
 }

@@ -3,7 +3,7 @@
  * (progress, waiting, errors) on stderr as single lines prefixed "leasehold:", so a script can
  * pipe stdout without filtering.
  */
-import { isLeaseholdApiError } from "../errors.js";
+import { isLeaseholdApiError } from "../http/api-error.js";
 import type { LeaseRecord, Stored } from "../lease.js";
 
 /** Where a command writes; the entry passes the process streams, tests may pass buffers. */

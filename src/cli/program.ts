@@ -7,7 +7,13 @@
 
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { isLeaseCorruptError, isLeaseStoreError, isStoreUnavailableError, LeaseValidationError } from "../errors.js";
+import {
+  isLeaseCorruptError,
+  isLeaseStoreError,
+  isLeaseValidationError,
+  isStoreUnavailableError,
+  LeaseValidationError,
+} from "../errors.js";
 import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
 import { doctorCommand } from "./doctor.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
@@ -274,7 +280,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         ? ` (store ${store.url}, chosen by ${store.from === "default" ? "the default" : store.from})`
         : "";
     io.say(`${errorMessage(error)}${where}`);
-    return error instanceof LeaseValidationError ? EXIT_USAGE : EXIT_RUNTIME;
+    return isLeaseValidationError(error) ? EXIT_USAGE : EXIT_RUNTIME;
   }
 }
 

@@ -24,7 +24,13 @@
 import { hostname } from "node:os";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
-import { isLeaseStillHeldError, isStoreContractError, LeadershipLostError, LeaseValidationError } from "../errors.js";
+import {
+  isLeadershipLostError,
+  isLeaseStillHeldError,
+  isLeaseValidationError,
+  isStoreContractError,
+  LeaseValidationError,
+} from "../errors.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";
@@ -71,7 +77,7 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
     const resolved = resolveElectorOptions(options);
     return { ...options, graceMs: resolved.graceMs };
   } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
+    if (!isLeaseValidationError(error)) throw error;
     throw new LeaseValidationError(
       "run options",
       error.issues.map((i) => ({ path: FLAG_OF[i.path] ?? i.path, message: i.message })),
@@ -254,7 +260,7 @@ export async function runCommand(o: RunOptions, io: CliIo): Promise<number> {
         if (stopping) return;
         const why = signal.reason;
         // Expired: the safe window has closed, so SIGKILL at once (the guard's SIGTERM came earlier).
-        if (why instanceof LeadershipLostError && why.reason === "expired") started.leadershipEnded();
+        if (isLeadershipLostError(why) && why.reason === "expired") started.leadershipEnded();
         else started.terminate(graceMs);
       });
       void started.exited.then((outcome) => onJobExit(term, started, outcome));

@@ -14,7 +14,7 @@
  * Runtime-neutral: no Node-only API.
  */
 import type { Clock } from "../clock.js";
-import { isAmbiguous, LeaseConflictError, LeaseStoreError } from "../errors.js";
+import { isAmbiguous, isLeaseConflictError, LeaseStoreError } from "../errors.js";
 import type { LeaseRecord, LeaseStore, Revision, Stored } from "../lease.js";
 
 export type WriteOutcome =
@@ -77,7 +77,7 @@ export class CasWriter {
       this.pending.clear(); // a newer write is current: no earlier one can be
       return { kind: "applied", stored, sentAt, resent: false };
     } catch (error) {
-      if (error instanceof LeaseConflictError) {
+      if (isLeaseConflictError(error)) {
         let current = error.current;
         if (current === undefined) current = await this.read(limit).catch(() => undefined);
         const mine = this.recognise(current, next.writeId, sentAt);

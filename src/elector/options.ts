@@ -14,6 +14,7 @@ import {
   storeLimitIssues,
   zodIssues,
 } from "../lease.js";
+import { DEFAULT_POLL_MS } from "./holder.js";
 
 export const ms = (what: string) =>
   z
@@ -50,10 +51,30 @@ export const timingFields = {
   random: z
     .custom<() => number>((r) => typeof r === "function", { error: "expected a function returning [0, 1)" })
     .optional(),
-  // runAsLeader's / runSharded's own options ride along; validateCallbackArguments checks them.
-  signal: z.unknown().optional(),
-  onElector: z.unknown().optional(),
 };
+
+/**
+ * Options that belong to `runAsLeader`/`runSharded`, not to the class they create: given to the
+ * class they would be ignored, so they are refused with where they go instead.
+ */
+export function callbackOnlyIssues(options: unknown, runner: string, cls: string): FieldIssue[] {
+  if (typeof options !== "object" || options === null) return [];
+  const o = options as Record<string, unknown>;
+  const issues: FieldIssue[] = [];
+  if ("signal" in o) {
+    issues.push({
+      path: "signal",
+      message: `not an option of new ${cls}: pass it to ${runner}(options, fn), or call ${cls.charAt(0).toLowerCase()}${cls.slice(1)}.stop() to stop`,
+    });
+  }
+  if ("onElector" in o) {
+    issues.push({
+      path: "onElector",
+      message: `not an option of new ${cls}: pass it to ${runner}(options, fn); with new ${cls} you already hold the instance (subscribe with .on before start())`,
+    });
+  }
+  return issues;
+}
 
 /** A store with the methods named (`get` and `put`, plus `list` for a sharded group). */
 export const storeField = (methods: readonly string[], error: string) =>
@@ -73,6 +94,15 @@ const fieldsSchema = z.strictObject(
     identity: holderSchema.optional(),
     ...timingFields,
     graceMs: ms("the stop grace period").optional(),
+    pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).optional(),
+    lane: z
+      .custom<object>(
+        (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
+        {
+          error: "expected a Lane (an object with admit)",
+        },
+      )
+      .optional(),
     metadata: metadataSchema.default({}),
   },
   { error: "expected an options object with store and name" },
@@ -141,18 +171,27 @@ export function resolveTiming(
 
 export interface ResolvedElectorOptions extends ResolvedTiming {
   name: string;
+  pollMs: number;
   identity: string | undefined;
   metadata: Record<string, string>;
 }
 
 export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
+  const misplaced = callbackOnlyIssues(options, "runAsLeader", "Elector");
+  if (misplaced.length > 0) throw new LeaseValidationError("elector options", misplaced);
   const parsed = fieldsSchema.safeParse(options);
   if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
   const o = parsed.data;
   const issues: FieldIssue[] = [];
   const timing = resolveTiming(o, issues, "the leader");
   if (issues.length > 0) throw new LeaseValidationError("elector options", issues);
-  return { name: o.name, identity: o.identity, ...timing, metadata: o.metadata };
+  return {
+    name: o.name,
+    identity: o.identity,
+    ...timing,
+    pollMs: o.pollMs ?? DEFAULT_POLL_MS,
+    metadata: o.metadata,
+  };
 }
 
 /**

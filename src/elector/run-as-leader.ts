@@ -5,7 +5,7 @@
  * Runtime-neutral.
  */
 import { Elector, type ElectorOptions } from "../elector.js";
-import { isStoreContractError, LeadershipLostError } from "../errors.js";
+import { isLeadershipLostError, isStoreContractError, LeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
 import { validateCallbackArguments } from "./options.js";
 
@@ -43,8 +43,25 @@ export async function runAsLeader<T>(
   fn: (context: LeaderContext) => Promise<T> | T,
 ): Promise<T | undefined> {
   validateCallbackArguments("runAsLeader", options, fn);
-  const elector = new Elector(options);
-  options.onElector?.(elector);
+  const { signal, onElector, ...electorOptions } = options;
+  const elector = new Elector(electorOptions);
+  onElector?.(elector);
+  return runLeader(elector, fn, signal ? { signal } : {});
+}
+
+/** What `runLeader` drives: an `Elector`, or a lease bound to a session (`session.elector(...)`). */
+export type LeaderElector = Pick<Elector, "on" | "start" | "stop" | "trackWork">;
+
+/**
+ * `runAsLeader` for an elector already made (e.g. `session.elector({ name })`): the same rules,
+ * the same result. `options.signal` stops it.
+ */
+export async function runLeader<T>(
+  elector: LeaderElector,
+  fn: (context: LeaderContext) => Promise<T> | T,
+  options: { signal?: AbortSignal } = {},
+): Promise<T | undefined> {
+  validateCallbackArguments("runLeader", options, fn);
   return new Promise<T | undefined>((resolve, reject) => {
     let previous: Promise<unknown> = Promise.resolve();
     let settled = false;
@@ -56,7 +73,7 @@ export async function runAsLeader<T>(
     elector.on("elected", ({ term, record, signal, stillLeader }) => {
       const assertLeader = () => {
         if (!stillLeader()) {
-          throw signal.reason instanceof LeadershipLostError ? signal.reason : new LeadershipLostError(term, "expired");
+          throw isLeadershipLostError(signal.reason) ? signal.reason : new LeadershipLostError(term, "expired");
         }
       };
       // The previous term's fn must have returned before the next starts: no overlap with ourselves.

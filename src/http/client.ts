@@ -10,7 +10,7 @@
  * retry after it applied would answer 409 `bucket-not-held`.
  */
 import type { z } from "zod";
-import { LeaseholdApiError } from "../errors.js";
+import { LeaseholdApiError } from "./api-error.js";
 import {
   type HandoffConfirmation,
   HandoffResult,

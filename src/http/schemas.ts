@@ -248,7 +248,11 @@ export const Problem = z
     }),
     bound: z.string().optional().meta({
       description:
-        "The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections",
+        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
+    }),
+    freeInMs: z.number().int().min(0).optional().meta({
+      description:
+        "409 conflict of a lease still held by another holder: in how many milliseconds this server will consider it free (renewedAt + leaseMs + maxSkewMs by its clock, plus 1); Retry-After is this in whole seconds, rounded up",
     }),
     group: z.string().optional().meta({
       description: "The sharded group a refused write's record belongs to (409 group-record): use its group routes",
@@ -329,9 +333,14 @@ const bucketTerm = term(1).meta({
 export const HeartbeatBody = z
   .strictObject({
     instance,
-    session: sessionTerm
-      .optional()
-      .meta({ description: "The session this process holds, from the last heartbeat's answer; omit it to start one" }),
+    session: sessionTerm.optional().meta({
+      description:
+        "The session this process holds, from the last heartbeat's answer. Send it only while that session's window (`sentAt + leaseMs - safetyMs` of the last heartbeat whose answer you acted on) is still open; otherwise omit it to start the next session",
+    }),
+    ended: sessionTerm.optional().meta({
+      description:
+        "Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session",
+    }),
     leaseMs: leaseMs.meta({
       description:
         "How long the session is valid after each heartbeat (ms). Stop all work at your own monotonic clock's `sentAt + leaseMs - safetyMs`",

@@ -21,11 +21,19 @@
  */
 
 import { z } from "zod";
-import type { ApiLimits } from "../api/app.js";
+import type { ApiLimits } from "../api/app-options.js";
 import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../api/console/options.js";
 import type { LogFormat } from "../api/log.js";
-import { APP_OPTION_BOUNDS, type Bounds, LIMIT_NAMES, type LimitName } from "../api/options.js";
-import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import {
+  ADMISSION_BOUNDS,
+  type AdmissionName,
+  APP_OPTION_BOUNDS,
+  type Bounds,
+  LIMIT_NAMES,
+  type LimitName,
+  resolveAdmission,
+} from "../api/options.js";
+import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
 import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../open-store.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
 import {
@@ -107,6 +115,25 @@ const boundFields = {
   ReturnType<typeof envWholeNumber>
 >;
 
+/**
+ * Admission (src/api/admission.ts): requests in flight, the share reserved for current holders'
+ * renewals, and the lateness past which only those are served. Per instance, like the listener's
+ * bounds, and meaningless where one instance serves one request at a time (Lambda) or where the
+ * platform starts isolates as load comes (Workers): refused there.
+ */
+export const ADMISSION_VARIABLES = {
+  inFlight: "LEASEHOLD_IN_FLIGHT",
+  reservedInFlight: "LEASEHOLD_RESERVED_IN_FLIGHT",
+  lateMs: "LEASEHOLD_LATE_MS",
+} as const satisfies Record<AdmissionName, string>;
+
+const PER_INSTANCE_ADMISSION = {
+  lambda:
+    "a Lambda instance serves one request at a time, so a bound on requests in flight per instance, or on its lateness, never holds anything back: bound requests with the function's reserved concurrency",
+  worker:
+    "Cloudflare starts isolates as load comes and bounds each one's CPU time itself, so a bound per isolate holds nothing back: use Cloudflare's rate limiting",
+};
+
 const NO_NODE_LISTENER = {
   lambda: "API Gateway or the Function URL holds the connections: their own limits apply",
   worker: "Cloudflare holds the connections: its own limits apply",
@@ -132,6 +159,9 @@ export const serverFields = {
   LEASEHOLD_HISTORY_TERMS: envWholeNumber(CONSOLE_BOUNDS.historyTerms),
   LEASEHOLD_HISTORY_LEASES: envWholeNumber(CONSOLE_BOUNDS.historyLeases),
   ...boundFields,
+  LEASEHOLD_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.inFlight),
+  LEASEHOLD_RESERVED_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.reservedInFlight),
+  LEASEHOLD_LATE_MS: envWholeNumber(ADMISSION_BOUNDS.lateMs),
   /** Defaults the store URL takes from the environment (see openStore). */
   LEASEHOLD_TOKEN: envText,
   AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
@@ -177,6 +207,7 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
       "every console view holds watch streams, and each stream holds a Lambda instance for up to 15 minutes of billed duration: serve the console from a Node or Workers deployment of the same store",
   },
   ...Object.fromEntries(Object.values(LISTENER_VARIABLES).map((name) => [name, NO_NODE_LISTENER])),
+  ...Object.fromEntries(Object.values(ADMISSION_VARIABLES).map((name) => [name, PER_INSTANCE_ADMISSION])),
   LEASEHOLD_TOKEN: {
     worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
   },
@@ -220,6 +251,8 @@ export interface ServerConfig {
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
   app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; limits: ApiLimits };
+  /** `npm start` and `leasehold serve`: admission's bounds (createApp's `admission`, with a lateness probe). */
+  admission?: Record<AdmissionName, number>;
   /** LEASEHOLD_CONSOLE and LEASEHOLD_HISTORY_*: createApp's `console` (off on Lambda: see NOT_READ_BY). */
   console: ResolvedConsoleOptions;
   /** `npm start` and `leasehold serve`: the Node listener's bounds. */
@@ -348,6 +381,8 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     }
   }
 
+  const admission = listen ? admissionOf(v, problems) : undefined;
+
   if (problems.length > 0 || store === undefined || "issue" in auth) return fail(problems);
 
   const bounds = APP_OPTION_BOUNDS;
@@ -380,6 +415,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     entry,
     ...(listen ? { listen } : {}),
     ...(listener ? { listener } : {}),
+    ...(admission ? { admission } : {}),
     store,
     auth: auth.auth,
     app,
@@ -389,6 +425,22 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     ...(awsCredentials ? { awsCredentials } : {}),
     warnings,
   };
+}
+
+/** Admission's bounds of a Node entry; LEASEHOLD_RESERVED_IN_FLIGHT must stay below LEASEHOLD_IN_FLIGHT. */
+function admissionOf(v: Values, problems: FieldIssue[]): Record<AdmissionName, number> {
+  const resolved = resolveAdmission({
+    inFlight: v.LEASEHOLD_IN_FLIGHT,
+    reservedInFlight: v.LEASEHOLD_RESERVED_IN_FLIGHT,
+    lateMs: v.LEASEHOLD_LATE_MS,
+  });
+  if (resolved.reservedInFlight >= resolved.inFlight) {
+    problems.push({
+      path: "LEASEHOLD_RESERVED_IN_FLIGHT",
+      message: `expected fewer requests than LEASEHOLD_IN_FLIGHT (${resolved.inFlight}), got ${resolved.reservedInFlight}: the rest serve acquisitions, reads, lists and watches`,
+    });
+  }
+  return resolved;
 }
 
 function isSet(value: unknown): boolean {
@@ -460,7 +512,7 @@ function chooseStore(
       db: v.LEASEHOLD_DB,
     });
   } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
+    if (!isLeaseValidationError(error)) throw error;
     problems.push(...error.issues);
     return undefined;
   }
@@ -476,7 +528,7 @@ export function startupLine(config: ServerConfig, where: string): string {
       ? "Durable Objects (LEASES)"
       : `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
   const { limits, ...timing } = config.app;
-  const settings = [...Object.entries(timing), ...Object.entries(limits)]
+  const settings = [...Object.entries(timing), ...Object.entries(limits), ...Object.entries(config.admission ?? {})]
     .map(([k, value]) => `${k} ${value}`)
     .join(", ");
   return `API on ${where}; store ${redactUrl(store)}; auth: ${describeAuth(config.auth)}; ${settings}`;

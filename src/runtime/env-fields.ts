@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { parseTokens, type TokenScope } from "../api/auth.js";
 import { type Bounds, expectation } from "../api/options.js";
-import { LeaseValidationError } from "../errors.js";
+import { isLeaseValidationError, LeaseValidationError } from "../errors.js";
 import { parseStoreUrl, type StoreUrl } from "../open-store.js";
 
 /** An environment object: process.env, a function's environment, a Worker's bindings. */
@@ -76,7 +76,7 @@ export const envTokens = envField<TokenScope[]>((text) => {
   try {
     tokens = parseTokens(text);
   } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
+    if (!isLeaseValidationError(error)) throw error;
     const where = (path: string) => (path === "" ? "" : `${path.replace(/^(\d+)/, "[$1]")}: `);
     return { ok: false, message: error.issues.map((i) => `${where(i.path)}${i.message}`).join("; ") };
   }
@@ -89,7 +89,7 @@ export const envStoreUrl = envField<StoreUrl & { url: string }>((text) => {
   try {
     return { ok: true, value: { ...parseStoreUrl(text), url: text } };
   } catch (error) {
-    if (!(error instanceof LeaseValidationError)) throw error;
+    if (!isLeaseValidationError(error)) throw error;
     return { ok: false, message: error.issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ") };
   }
 });

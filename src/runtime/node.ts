@@ -10,9 +10,10 @@ import type { Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
-import { type ApiLimits, createApp } from "../api/app.js";
+import { type AdmissionOptions, type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
 import type { ConsoleOptions } from "../api/console/options.js";
+import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
@@ -49,6 +50,14 @@ export interface ServeOptions {
   listener?: Partial<ListenerLimits>;
   /** The console at /ui and its change log (createApp's `console`). */
   console?: ConsoleOptions;
+  /**
+   * Renewals first (src/api/admission.ts): requests in flight, the share reserved for current
+   * holders, and the event-loop lateness past which only they are served (measured here by a
+   * LatenessProbe), with the bounds' defaults for what is not given. Default for `serve()`: off (a
+   * library caller or a test decides); `npm start` and `leasehold serve` turn it on from their
+   * variables (LEASEHOLD_IN_FLIGHT, LEASEHOLD_RESERVED_IN_FLIGHT, LEASEHOLD_LATE_MS).
+   */
+  admission?: Omit<AdmissionOptions, "lateness">;
 }
 
 export interface RunningServer {
@@ -70,6 +79,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
 }
 
 async function listen(options: ServeOptions, host: string, auth: AuthMode): Promise<RunningServer> {
+  const probe = options.admission ? new LatenessProbe() : undefined;
+  const admission = probe ? { ...options.admission, lateness: () => probe.now() } : undefined;
   const app = createApp({
     store: options.store,
     auth: authConfig(auth),
@@ -82,6 +93,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
     ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
     ...(options.console === undefined ? {} : { console: options.console }),
+    ...(admission ? { admission } : {}),
   });
   const bounds = { ...defaultListener(), ...options.listener };
   const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
@@ -103,6 +115,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     );
     s.once("error", reject);
   });
+  probe?.start();
   guardListener(server as Server, bounds.maxConnections);
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(":") ? `[${host}]` : host;
@@ -112,6 +125,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     auth: auth.mode === "tokens" ? "tokens" : "insecure-no-auth",
     close: () =>
       new Promise<void>((resolve) => {
+        probe?.stop();
         server.close(() => resolve());
         // Watch streams never end by themselves: cut idle and streaming connections.
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -241,6 +255,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         port: config.listen.port,
         ...config.app,
         ...(config.listener ? { listener: config.listener } : {}),
+        ...(config.admission ? { admission: config.admission } : {}),
         console: config.console,
         log: logger,
         ...(options.clock ? { clock: options.clock } : {}),

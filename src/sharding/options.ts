@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import {
+  callbackOnlyIssues,
   ms,
   type ResolvedTiming,
   resolveTiming,
@@ -12,7 +13,7 @@ import {
   timingFields,
   validateCallbackArguments,
 } from "../elector/options.js";
-import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { validateBucketCount } from "./bucket-of.js";
 import { memberName, validateGroup, validateMemberId } from "./layout.js";
@@ -49,6 +50,8 @@ export interface ResolvedShardedOptions extends ResolvedTiming {
 }
 
 export function resolveShardedOptions(options: unknown): ResolvedShardedOptions {
+  const misplaced = callbackOnlyIssues(options, "runSharded", "ShardedElector");
+  if (misplaced.length > 0) throw new LeaseValidationError("sharded elector options", misplaced);
   const parsed = fieldsSchema.safeParse(options);
   if (!parsed.success) throw new LeaseValidationError("sharded elector options", zodIssues(parsed.error));
   const o = parsed.data;
@@ -57,7 +60,7 @@ export function resolveShardedOptions(options: unknown): ResolvedShardedOptions 
     try {
       return fn();
     } catch (error) {
-      if (error instanceof LeaseValidationError) issues.push(...error.issues);
+      if (isLeaseValidationError(error)) issues.push(...error.issues);
       else throw error;
       return undefined;
     }

@@ -4,7 +4,7 @@
  * aborts that signal when the bucket must be given up, and on a graceful stop waits for every `fn`
  * before leaving, so no bucket's next owner overlaps this one's shutdown. Runtime-neutral.
  */
-import { BucketLostError, LeadershipLostError } from "../errors.js";
+import { BucketLostError, isLeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
 import { validateRunShardedArguments } from "./options.js";
 import { type AssignedKind, ShardedElector, type ShardedElectorOptions } from "./sharded-elector.js";
@@ -49,8 +49,9 @@ export async function runSharded(
   fn: (context: BucketContext) => Promise<void> | void,
 ): Promise<void> {
   validateRunShardedArguments(options, fn);
-  const elector = new ShardedElector(options);
-  options.onElector?.(elector);
+  const { signal: outer, onElector, ...electorOptions } = options;
+  const elector = new ShardedElector(electorOptions);
+  onElector?.(elector);
   return new Promise<void>((resolve, reject) => {
     const previous = new Map<number, Promise<unknown>>();
     let settled = false;
@@ -63,7 +64,7 @@ export async function runSharded(
       const assertLeader = () => {
         if (stillLeader()) return;
         const reason = signal.reason;
-        throw reason instanceof LeadershipLostError ? reason : new BucketLostError(bucket, term, "session-expired");
+        throw isLeadershipLostError(reason) ? reason : new BucketLostError(bucket, term, "session-expired");
       };
       // No overlap with ourselves: a bucket's previous call must have returned first.
       const run = (previous.get(bucket) ?? Promise.resolve()).then(async () => {
@@ -77,7 +78,6 @@ export async function runSharded(
       previous.set(bucket, run);
       elector.trackWork(bucket, term, run);
     });
-    const outer = options.signal;
     if (outer?.aborted) {
       settled = true;
       return resolve();

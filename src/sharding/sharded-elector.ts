@@ -106,6 +106,9 @@ export class ShardedElector {
       leaseMs: this.o.leaseMs,
       renewMs: this.o.renewMs,
       retryMs: this.o.retryMs,
+      // Waiting out a session of this id from another process (a restart) is rare and on the path
+      // to rejoining: hear of its fence as soon as a retry would.
+      pollMs: this.o.retryMs,
       safetyMs: this.o.safetyMs,
       maxSkewMs: this.o.maxSkewMs,
       callTimeoutMs: this.o.callTimeoutMs,

@@ -15,7 +15,7 @@
  * checks again. The probe object stays (a few hundred bytes); the refused step 5 leaves nothing.
  * Runtime-neutral.
  */
-import { LeaseStoreError, StoreContractError } from "../errors.js";
+import { isLeaseStoreError, isStoreContractError, LeaseStoreError, StoreContractError } from "../errors.js";
 import { newWriteId } from "../lease.js";
 import type { ObjectService } from "./object-store.js";
 
@@ -29,7 +29,7 @@ export function probeConditionalWrites(service: ObjectService, prefix: string, s
     probe = new Probe(service, key, server).run();
     checked.set(id, probe);
     probe.catch((error: unknown) => {
-      if (!(error instanceof StoreContractError)) checked.delete(id);
+      if (!isStoreContractError(error)) checked.delete(id);
     });
   }
   return probe;
@@ -91,7 +91,7 @@ class Probe {
       if (revision === undefined) throw this.failed(`the ${step} answered without ${this.service.words.revision}`);
       return { kind: "applied", revision };
     } catch (error) {
-      if (error instanceof LeaseStoreError) throw error;
+      if (isLeaseStoreError(error)) throw error;
       const failure = this.service.describe(error);
       if (failure.status === 501) {
         throw this.broken(

@@ -30,7 +30,7 @@
  * answer was lost; the elector resolves that by `writeId`. The store never retries.
  */
 
-import { LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../errors.js";
+import { isLeaseValidationError, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -142,7 +142,7 @@ export class LeaseObject {
           return json({ error: `no route ${request.method} ${pathname}` }, 404);
       }
     } catch (error) {
-      if (error instanceof LeaseValidationError) return json({ error: error.message }, 400);
+      if (isLeaseValidationError(error)) return json({ error: error.message }, 400);
       throw error;
     }
   }

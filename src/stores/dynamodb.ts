@@ -64,7 +64,13 @@ import {
   RECORD_ATTRIBUTES,
   REV,
 } from "../backends/dynamodb.js";
-import { type FieldIssue, LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
+import {
+  type FieldIssue,
+  isLeaseCorruptError,
+  LeaseConflictError,
+  LeaseCorruptError,
+  LeaseStoreError,
+} from "../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -287,7 +293,7 @@ export class DynamoDbStore implements LeaseStore {
       try {
         current = await this.read(record.name, options);
       } catch (readError) {
-        if (readError instanceof LeaseCorruptError) throw readError;
+        if (isLeaseCorruptError(readError)) throw readError;
         if (retried) {
           throw new LeaseStoreError(
             `DynamoDB PutItem on table "${this.table}" for lease "${record.name}": the condition failed after an SDK retry and the current item could not be read, so an earlier attempt may have applied`,

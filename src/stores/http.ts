@@ -16,12 +16,12 @@
 
 import {
   LeaseConflictError,
-  LeaseholdApiError,
   LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
 } from "../errors.js";
+import { isLeaseholdApiError } from "../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../http/client.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
@@ -89,17 +89,19 @@ export class HttpStore implements LeaseStore {
     try {
       return fromView(await this.client.put(name, body, expected, options?.signal));
     } catch (error) {
-      if (error instanceof LeaseholdApiError && error.status === 412) {
+      if (isLeaseholdApiError(error) && error.status === 412) {
         throw new LeaseConflictError(name, error.problem?.lease ? fromView(error.problem.lease) : undefined, {
           cause: error,
         });
       }
-      if (error instanceof LeaseholdApiError && error.status === 409 && error.problem?.rule) {
+      if (isLeaseholdApiError(error) && error.status === 409 && error.problem?.rule) {
         throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
       }
-      const kind = error instanceof LeaseholdApiError ? error.problem?.type.split(":").at(-1) : undefined;
-      if (error instanceof LeaseholdApiError && (kind === "conflict" || kind === "holder-in-use")) {
-        const retryAfterMs = error.retryAfter === undefined ? undefined : error.retryAfter * 1000;
+      const kind = isLeaseholdApiError(error) ? error.problem?.type.split(":").at(-1) : undefined;
+      if (isLeaseholdApiError(error) && (kind === "conflict" || kind === "holder-in-use")) {
+        // The server's own moment (freeInMs, to the millisecond) when it sent one, else Retry-After.
+        const retryAfterMs =
+          error.problem?.freeInMs ?? (error.retryAfter === undefined ? undefined : error.retryAfter * 1000);
         throw new LeaseStillHeldError(name, `HTTP store put "${name}": ${error.message}`, retryAfterMs, {
           cause: error,
         });
@@ -137,7 +139,7 @@ export class HttpStore implements LeaseStore {
     try {
       for await (const event of this.client.watch(name, signal)) yield event.lease ? fromView(event.lease) : null;
     } catch (error) {
-      if (error instanceof LeaseholdApiError && error.status === 501) this.streamsRefused = true;
+      if (isLeaseholdApiError(error) && error.status === 501) this.streamsRefused = true;
       throw error;
     }
   }
@@ -146,19 +148,20 @@ export class HttpStore implements LeaseStore {
   private streamsRefused = false;
 
   /**
-   * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied.
-   * 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
+   * 4xx: the request was refused, nothing applied. No answer or 5xx: a write may have applied,
+   * but for 503 over-capacity, which the server answers before doing anything (a busy server
+   * sheds acquisitions and reads first: src/api/admission.ts). 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
    * retry fixes, not a store outage (the CLI names LEASEHOLD_TOKEN for it).
    */
   private mapError(error: unknown, what: string, write: boolean): Error {
-    if (error instanceof LeaseholdApiError && (error.status === 401 || error.status === 403)) return error;
-    if (!(error instanceof LeaseholdApiError)) {
+    if (isLeaseholdApiError(error) && (error.status === 401 || error.status === 403)) return error;
+    if (!isLeaseholdApiError(error)) {
       return new LeaseStoreError(`HTTP store ${what}: ${(error as Error).message}`, { ambiguous: write, cause: error });
     }
     if (error.status === 400 && error.problem?.errors) {
       return new LeaseValidationError("lease record", error.problem.errors);
     }
-    const refused = error.status >= 400 && error.status < 500;
+    const refused = (error.status >= 400 && error.status < 500) || error.problem?.type.endsWith(":over-capacity");
     return new LeaseStoreError(`HTTP store ${what}: ${error.message}`, { ambiguous: write && !refused, cause: error });
   }
 }

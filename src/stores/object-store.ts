@@ -28,7 +28,13 @@
  * Runtime-neutral.
  */
 import { z } from "zod";
-import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, StoreContractError } from "../errors.js";
+import {
+  isLeaseCorruptError,
+  isLeaseStoreError,
+  LeaseConflictError,
+  LeaseStoreError,
+  StoreContractError,
+} from "../errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
 import { parseRecord, validateName, validatePrefix, validateRecord } from "../lease.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
@@ -142,7 +148,7 @@ export class ObjectStore implements LeaseStore {
     try {
       revision = await service.write(key, JSON.stringify(record), condition, signal);
     } catch (error) {
-      if (error instanceof LeaseStoreError) throw error;
+      if (isLeaseStoreError(error)) throw error;
       const failure = service.describe(error);
       const refusal = service.refusal(failure, condition);
       if (refusal === "absent") throw new LeaseConflictError(record.name, null, { cause: error });
@@ -221,7 +227,7 @@ export class ObjectStore implements LeaseStore {
     try {
       current = await this.read(name, signal);
     } catch (readError) {
-      if (readError instanceof LeaseCorruptError) throw readError; // never overwritten
+      if (isLeaseCorruptError(readError)) throw readError; // never overwritten
       if (failure.retried) {
         const { service } = this;
         throw new LeaseStoreError(

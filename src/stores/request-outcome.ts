@@ -3,7 +3,7 @@
  * rules those stores share, so they classify a failure alike. The one write path
  * (src/elector/cas.ts) resolves whatever stays ambiguous.
  */
-import { LeaseStoreError } from "../errors.js";
+import { isLeaseStoreError } from "../errors.js";
 
 /** Statuses after which a write may have applied: the server may have written before failing. */
 const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);
@@ -29,7 +29,7 @@ export async function readWithOneRetryOnReset<T>(read: () => Promise<T>, signal?
   try {
     return await read();
   } catch (error) {
-    if (signal?.aborted || !(error instanceof LeaseStoreError) || !isConnectionReset(error.cause)) throw error;
+    if (signal?.aborted || !isLeaseStoreError(error) || !isConnectionReset(error.cause)) throw error;
     return read();
   }
 }

@@ -13,7 +13,7 @@ import { makeRecord, type StoreUnderTest, uniqueName } from "./store-contract.js
 import { TrackedStore } from "./tracked-store.js";
 
 /** The base timing; a store with a write-rate limit runs it scaled up (`timeScale`), on the manual clock. */
-const BASE = { lease: 1000, renew: 300, retry: 100, safety: 100 };
+const BASE = { lease: 1000, renew: 300, retry: 100, poll: 250, safety: 100 };
 
 interface Candidate {
   id: string;
@@ -32,7 +32,7 @@ class Harness {
 
   constructor(
     store: LeaseStore,
-    private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; safetyMs: number },
+    private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; pollMs: number; safetyMs: number },
     clock: ManualClock,
   ) {
     this.tracked = new TrackedStore(store);
@@ -120,13 +120,18 @@ export function describeElectorContract(
   const LEASE = BASE.lease * S;
   const RENEW = BASE.renew * S;
   const RETRY = BASE.retry * S;
+  const POLL = BASE.poll * S;
   const SAFETY = BASE.safety * S;
   /** A step of the suite, in base milliseconds. */
   const ms = (base: number) => base * S;
   const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
     const clock = new ManualClock();
     const { store, dispose } = await create({ clock });
-    const h = new Harness(store, { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, safetyMs: SAFETY }, clock);
+    const h = new Harness(
+      store,
+      { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, pollMs: POLL, safetyMs: SAFETY },
+      clock,
+    );
     try {
       await fn(h);
     } finally {
@@ -178,18 +183,18 @@ export function describeElectorContract(
         const lastSent = a.elector.current.lastRenewalSentAt!;
         await a.elector.stop({ release: false }); // the process is gone: no further writes
         expect(b.elected).toEqual([]);
-        await h.clock.advance(LEASE + RETRY * 2);
+        await h.clock.advance(LEASE + POLL * 2);
         expect(b.elected).toHaveLength(1);
         const took = b.elected[0]!;
         expect(took.term).toBe(2);
         // Never before the lease could have run out, and within one poll of it.
         expect(took.at).toBeGreaterThanOrEqual(lastSent + LEASE);
-        expect(took.at).toBeLessThanOrEqual(lastSent + LEASE + RETRY);
+        expect(took.at).toBeLessThanOrEqual(lastSent + LEASE + POLL);
       }),
     );
 
     it(
-      "a graceful release is taken over within one retry, and release keeps the term",
+      "a graceful release is taken over within one poll, and release keeps the term",
       withHarness(async (h) => {
         const [a, b] = await h.leaderAndFollower();
         await h.clock.advance(ms(450));
@@ -199,9 +204,9 @@ export function describeElectorContract(
         const aWrites = h.tracked.written.filter((r) => r.holder === "a" || r.holder === null);
         expect(aWrites.at(-1)).toMatchObject({ holder: null, term: 1 });
         expect(a.deposed).toEqual([{ at: stopAt, term: 1, reason: "released" }]);
-        await h.clock.advance(RETRY);
+        await h.clock.advance(POLL);
         expect(b.elected).toEqual([{ at: expect.any(Number), term: 2 }]);
-        expect(b.elected[0]!.at - stopAt).toBeLessThanOrEqual(RETRY);
+        expect(b.elected[0]!.at - stopAt).toBeLessThanOrEqual(POLL);
       }),
     );
 
@@ -223,6 +228,51 @@ export function describeElectorContract(
         expect(b.elected).toHaveLength(1);
         expect(b.elected[0]!.at).toBeGreaterThanOrEqual(lastSent + LEASE);
         expect(b.elected[0]!.term).toBe(2);
+      }),
+    );
+
+    it(
+      "a waiting follower reads at most once per pollMs, and takes over at the exact expiry it observed",
+      withHarness(async (h) => {
+        const [a, b] = await h.leaderAndFollower();
+        await h.clock.advance(ms(50));
+        h.tracked.resetCounts();
+        await h.clock.advance(LEASE * 3);
+        // The leader renews without reading: every read here is the follower's.
+        expect(h.tracked.counts.get).toBeLessThanOrEqual(Math.ceil((LEASE * 3) / POLL));
+        expect(b.elected).toEqual([]);
+        const lastSent = a.elector.current.lastRenewalSentAt!;
+        await a.elector.stop({ release: false });
+        await h.clock.advance(LEASE + POLL);
+        // First seen at most one poll after it was written, taken exactly a lease after first seen.
+        expect(b.elected).toHaveLength(1);
+        expect(b.elected[0]!.at).toBeGreaterThanOrEqual(lastSent + LEASE);
+        expect(b.elected[0]!.at).toBeLessThanOrEqual(lastSent + LEASE + POLL);
+      }),
+    );
+
+    it(
+      "a term lost to a closed window is never held again: after the back-off the candidate takes term + 1 on its own record",
+      withHarness(async (h) => {
+        const a = h.candidate("a");
+        a.elector.start();
+        await h.clock.advance(ms(650));
+        const lastSent = a.elector.current.lastRenewalSentAt!;
+        a.faults.hang = true;
+        const lostAt = lastSent + LEASE - SAFETY;
+        await h.clock.advance(lostAt - h.clock.now());
+        expect(a.deposed).toEqual([{ at: lostAt, term: 1, reason: "expired" }]);
+        a.faults.hang = false;
+        for (const abort of a.faults.hung.splice(0)) abort();
+        await h.clock.advance(RETRY - 1);
+        expect(a.elected.map((e) => e.term)).toEqual([1]);
+        await h.clock.advance(1 + POLL);
+        expect(a.elected).toEqual([
+          { at: 0, term: 1 },
+          { at: expect.any(Number), term: 2 },
+        ]);
+        expect(a.elected[1]!.at).toBeGreaterThanOrEqual(lostAt + RETRY);
+        expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 2 });
       }),
     );
 
@@ -310,12 +360,12 @@ export function describeElectorContract(
         const [a, b] = await h.leaderAndFollower();
         await h.clock.advance(RETRY);
         await a.elector.stop();
-        await h.clock.advance(RETRY);
+        await h.clock.advance(POLL);
         const a2 = h.candidate("a");
         a2.elector.start();
         await h.clock.advance(RETRY);
         await b.elector.stop();
-        await h.clock.advance(RETRY);
+        await h.clock.advance(POLL);
         expect([a.elected, b.elected, a2.elected].map((e) => e.map((x) => x.term))).toEqual([[1], [2], [3]]);
         expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 3 });
       }),
@@ -386,6 +436,7 @@ export function describeElectorContract(
               leaseMs: LEASE,
               renewMs: RENEW,
               retryMs: RETRY,
+              pollMs: POLL,
               safetyMs: SAFETY,
               jitter: 0,
               clock: h.clock,
@@ -403,7 +454,7 @@ export function describeElectorContract(
         const b = work("b");
         await h.clock.advance(ms(500));
         controllers.a.abort();
-        await h.clock.advance(ms(250) + RETRY);
+        await h.clock.advance(ms(250) + POLL);
         await expect(a).resolves.toBeUndefined();
         expect(log.slice(0, 2)).toEqual(["a start 1 @0", `a end 1 @${ms(750)}`]);
         // b starts only once a's work has returned and a has released: at once with a pushing
@@ -411,7 +462,7 @@ export function describeElectorContract(
         const bStart = /^b start 2 @(\d+)$/.exec(log[2] ?? "");
         expect(bStart).not.toBeNull();
         expect(Number(bStart![1])).toBeGreaterThanOrEqual(ms(750));
-        expect(Number(bStart![1])).toBeLessThanOrEqual(ms(750) + RETRY);
+        expect(Number(bStart![1])).toBeLessThanOrEqual(ms(750) + POLL);
         controllers.b.abort();
         await h.clock.advance(ms(300));
         await b;

@@ -10,7 +10,7 @@
  */
 import { systemClock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
-import { isAmbiguous, LeaseConflictError } from "../errors.js";
+import { isAmbiguous, isLeaseConflictError, type LeaseConflictError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 
 export interface SafetyContext {
@@ -77,7 +77,7 @@ async function conflictOf(what: string, write: Promise<Stored>): Promise<LeaseCo
     (stored) => stored,
     (error: unknown) => error,
   );
-  if (outcome instanceof LeaseConflictError) return outcome;
+  if (isLeaseConflictError(outcome)) return outcome;
   if (outcome instanceof Error)
     throw new Error(`${what}: expected a conflict, got ${outcome.name}: ${outcome.message}`);
   throw new Error(`${what}: expected a conflict, but the store accepted it (${show(outcome as Stored)})`);
@@ -114,7 +114,7 @@ async function race(
     const results = await Promise.allSettled(Array.from({ length: c.writers }, (_, i) => round(name, i).write(base)));
     const won = results.filter((x): x is PromiseFulfilledResult<Stored> => x.status === "fulfilled");
     const failures = results.filter((x): x is PromiseRejectedResult => x.status === "rejected").map((x) => x.reason);
-    const other = failures.find((e) => !(e instanceof LeaseConflictError));
+    const other = failures.find((e) => !isLeaseConflictError(e));
     if (other !== undefined) {
       const kind = isAmbiguous(other) ? "an ambiguous failure" : "a failure";
       throw new Error(

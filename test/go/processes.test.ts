@@ -15,6 +15,10 @@
  *    members (test/support/shard-worker.ts) in one group of 16 buckets: balanced; a Go member
  *    SIGKILLed and restarted, one SIGSTOPped past its session and SIGCONTed, balanced again each
  *    time within docs/sharding.md's bound.
+ * 4. A Go and a TypeScript remote member, each SIGSTOPped between heartbeats past its own window
+ *    but not past the server's view of its session (a server with a 1 s skew bound): every bucket it
+ *    stopped is worked on again at a new term once it wakes (issue #22: it used to be renewed at the
+ *    same terms, which the member may never start again, and stay idle).
  *
  * Every line of work carries its bucket (0 for a single lease), term and CLOCK_MONOTONIC stamp
  * (one clock for every process), taken before the process checks it still leads. From those lines
@@ -64,6 +68,16 @@ afterAll(async () => {
 function leader(cluster: Cluster): Incarnation | undefined {
   const leading = cluster.live().filter((i) => i.held.buckets.includes(0));
   return leading.length === 1 ? leading[0] : undefined;
+}
+
+/** Go members (ids starting "go") and TypeScript remote members of one group of `url`, in `dir`. */
+function mixedCluster(dir: string, url: string, group: string, leaseMs: number, buckets: number): Cluster {
+  const typescript = shardWorkerCommand("http", url, group, leaseMs, buckets);
+  return new Cluster(dir, buckets, (member, log) =>
+    member.startsWith("go")
+      ? { file: programs.member, args: [url, group, member, log, String(leaseMs), String(buckets)] }
+      : typescript(member, log),
+  );
 }
 
 /** The checks every scenario ends with, on the processes' own logs; returns the tenures. */
@@ -154,19 +168,67 @@ describe("the Go module across OS processes", () => {
     expect(checkLogs(cluster, "client-go through k8slock")).toBeGreaterThanOrEqual(3);
   }, 180_000);
 
+  it("a Go and a TypeScript remote member paused past their windows, their sessions still live on the server: every bucket back at a new term", async ({
+    onTestFinished,
+  }) => {
+    const buckets = 4;
+    const leaseMs = 1000;
+    const group = "go/procs-paused";
+    // A skew bound of one lease: the server counts a session live until renewedAt + 2 s, while
+    // its member's window closes 0.9 s after it sent its last heartbeat.
+    const lenient = await startServeProcess(join(root, "lenient.db"), leaseMs);
+    onTestFinished(() => lenient.stop());
+    const cluster = mixedCluster(mkdtempSync(join(root, "paused-")), lenient.url, group, leaseMs, buckets);
+    onTestFinished(() => cluster.close());
+    for (const id of ["go-0", "ts-0"]) cluster.start(id);
+    await cluster.waitFor("balanced over 2 (forming)", () => cluster.balanced(), FIRST_MS);
+    const pauses: Array<{ victim: Incarnation; stopped: number[]; stoppedAt: bigint; wokeAt: bigint }> = [];
+    for (const victim of [...cluster.incarnations]) {
+      await cluster.linesWritten(victim, 10);
+      const stopped = victim.held.buckets;
+      victim.child.kill("SIGSTOP");
+      victim.paused = true;
+      const stoppedAt = ns();
+      await new Promise((resolve) => setTimeout(resolve, 1.3 * leaseMs));
+      victim.paused = false;
+      const wokeAt = ns();
+      victim.child.kill("SIGCONT");
+      // Balanced on what the processes reported after the victim woke (it reports an empty set
+      // first: its window had closed).
+      await cluster.waitFor(
+        `balanced over 2 after ${victim.name} woke`,
+        () => {
+          const balance = cluster.balanced();
+          return balance && balance.at > wokeAt ? balance : undefined;
+        },
+        shardBalanceBoundMs(buckets, 2, leaseMs),
+      );
+      await cluster.linesWritten(victim, 10);
+      pauses.push({ victim, stopped, stoppedAt, wokeAt });
+    }
+    await cluster.close();
+    checkLogs(cluster, "remote members paused past their windows");
+    const lines = readWork(cluster.incarnations);
+    const newest = (bucket: number, from: bigint, to: bigint) =>
+      Math.max(0, ...lines.filter((l) => l.bucket === bucket && l.at >= from && l.at < to).map((l) => l.term));
+    for (const { victim, stopped, stoppedAt, wokeAt } of pauses) {
+      expect(stopped.length, victim.name).toBeGreaterThan(0);
+      for (const bucket of stopped) {
+        const before = newest(bucket, 0n, stoppedAt);
+        expect(newest(bucket, wokeAt, ns()), `${victim.name}'s bucket ${bucket} after term ${before}`).toBeGreaterThan(
+          before,
+        );
+      }
+    }
+  }, 180_000);
+
   it("Go and TypeScript sharded members in one group: balanced, a Go member killed and restarted, one paused past its session", async ({
     onTestFinished,
   }) => {
     const buckets = 16;
     const leaseMs = 1000;
     const group = "go/procs-group";
-    const dir = mkdtempSync(join(root, "sharded-"));
-    const typescript = shardWorkerCommand("http", server.url, group, leaseMs, buckets);
-    const cluster = new Cluster(dir, buckets, (member, log) =>
-      member.startsWith("go")
-        ? { file: programs.member, args: [server.url, group, member, log, String(leaseMs), String(buckets)] }
-        : typescript(member, log),
-    );
+    const cluster = mixedCluster(mkdtempSync(join(root, "sharded-")), server.url, group, leaseMs, buckets);
     onTestFinished(() => cluster.close());
     for (const id of ["go-0", "go-1", "ts-0", "ts-1"]) cluster.start(id);
     const three = shardBalanceBoundMs(buckets, 3, leaseMs);

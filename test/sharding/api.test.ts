@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { isLeaseholdApiError } from "../../src/errors.js";
+import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import type { HeartbeatView } from "../../src/http/schemas.js";
 import { Problem } from "../../src/http/schemas.js";
@@ -225,8 +225,10 @@ describe("a remote member's session and buckets", () => {
     const d = new Remote(group, "d");
     await c.beat();
     await d.beat();
-    // c stops heartbeating. Not expired at renewedAt + leaseMs + maxSkewMs exactly...
-    await clock.advance(LEASE_MS + MAX_SKEW_MS);
+    // c stops heartbeating (d goes on). Not expired at renewedAt + leaseMs + maxSkewMs exactly...
+    await clock.advance(LEASE_MS / 2);
+    await d.beat();
+    await clock.advance(LEASE_MS / 2 + MAX_SKEW_MS);
     await d.beat();
     expect(d.held()).toEqual([]);
     // ...but one millisecond later it is: d fences c and takes everything.
@@ -420,7 +422,7 @@ describe("refusals", () => {
     expect(JSON.stringify(record)).not.toContain(a.instance);
     expect(record.metadata["leasehold.instance"]).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const shown = await client.get(memberName(group, "a"));
-    expect(shown?.metadata).toEqual({});
+    expect(shown?.metadata).toEqual({ since: String(record.acquiredAt) });
     const before = store.applied.length;
     const thief = "thief-instance-0000000001";
     expect(await refusal(client.leave(group, "a", { instance: thief, session: 1 }))).toMatchObject({

@@ -31,6 +31,11 @@ describe("sharded elector options", () => {
     expect(refused({ leaseMs: 1000, renewMs: 950 }).issues[0]).toMatchObject({ path: "renewMs" });
     expect(refused({ leaseMS: 1000 }).issues[0]).toMatchObject({ path: "leaseMS", message: "unknown field" });
     expect(refused({ handoffBatch: 0 }).issues[0]).toMatchObject({ path: "handoffBatch" });
+    // runSharded's own options, refused by the class with where they go rather than ignored.
+    expect(refused({ signal: new AbortController().signal }).issues[0]).toMatchObject({
+      path: "signal",
+      message: expect.stringContaining("pass it to runSharded(options, fn)"),
+    });
     const noList = { get: async () => null, put: async () => undefined };
     expect(refused({ store: noList }).issues[0]).toMatchObject({
       path: "store",

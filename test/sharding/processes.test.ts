@@ -3,7 +3,8 @@
  * members (test/support/shard-worker.ts) share 16 buckets, once as library members on one SQLite
  * file and once as remote members of the HTTP API (the Node server, `leasehold serve`, in its own
  * process). The test SIGKILLs members (restarting them under the same id, later or at once) and
- * SIGSTOPs one until the others have taken its buckets, then SIGCONTs it.
+ * SIGSTOPs one until the others have taken its buckets, then SIGCONTs it; with remote members, it
+ * also stalls the API server (SIGSTOP) for one lease.
  *
  * Every line of work a process writes carries its bucket, term and CLOCK_MONOTONIC stamp
  * (`process.hrtime.bigint()`, one clock for every process on the machine). From those lines alone:
@@ -11,13 +12,15 @@
  * - no two processes work on one bucket in overlapping intervals, one process per bucket term
  *   (the chaos harness's own checker, test/chaos/sharded-checker.ts, run on the logs);
  * - after each fault the live members balance (each floor or ceil of 16 / M buckets, every bucket
- *   once) within the bound docs/sharding.md states, from the fault (or the restart) to the last
+ *   once) within the bound docs/sharding.md states, from the fault (or the restarted process's
+ *   first line: starting a process is no part of the bound) to the last
  *   change of held buckets that completed the balance, as the processes reported it.
  *
  * The schedule is seeded (SHARD_PROCESS_SEED, default 5): the order of the faults, their victims
  * and how many lines each victim writes first. Nothing waits on a timer: every step waits for the
  * processes' own output, within the documented bound.
  */
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,14 +55,14 @@ const balanceBoundMs = (members: number) => shardBalanceBoundMs(BUCKETS, members
 const root = mkdtempSync(join(tmpdir(), "leasehold-shard-procs-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-type Fault = "kill" | "kill-restart" | "pause";
+type Fault = "kill" | "kill-restart" | "pause" | "server-stall";
 
 interface Measured {
   fault: Fault;
   victim: string;
   /** From the fault to balanced over the others (kill, pause), ms. */
   absorbedMs?: number;
-  /** From the restart / SIGCONT (kill-restart: the fault) to balanced over all four, ms. */
+  /** From the restarted process's first line (kill, kill-restart) or the SIGCONT (pause, server-stall) to balanced over all four, ms. */
   rejoinedMs: number;
 }
 
@@ -98,8 +101,7 @@ async function runFaults(cluster: Cluster, rng: Prng): Promise<Measured[]> {
         () => cluster.balanced(),
         three,
       );
-      const restartAt = ns();
-      cluster.start(victim.member);
+      const restartAt = await cluster.ready(cluster.start(victim.member));
       const back = await cluster.waitFor(
         `balanced over 4 after ${victim.member} restarted`,
         () => cluster.balanced(),
@@ -113,8 +115,8 @@ async function runFaults(cluster: Cluster, rng: Prng): Promise<Measured[]> {
       });
     } else {
       // Restarted at once under the same id: the new process waits out the old session first.
-      const at = await cluster.kill(victim);
-      cluster.start(victim.member);
+      await cluster.kill(victim);
+      const at = await cluster.ready(cluster.start(victim.member));
       const back = await cluster.waitFor(
         `balanced over 4 after ${victim.member} was killed and restarted at once`,
         () => cluster.balanced(),
@@ -126,13 +128,36 @@ async function runFaults(cluster: Cluster, rng: Prng): Promise<Measured[]> {
   return measured;
 }
 
-function checkLogs(cluster: Cluster, label: string, measured: Measured[]): void {
+/**
+ * The API server stalls (SIGSTOP of `leasehold serve`) for one lease, then answers again: every
+ * member's window closes meanwhile (it stops all work), and sessions expire by the server's clock.
+ * No bucket may stay with a member that stopped it: balanced over all four again, from reports of
+ * what they hold made after the server woke, within the bound for a rejoin.
+ */
+async function stallServer(cluster: Cluster, server: ChildProcess): Promise<Measured> {
+  await cluster.linesWritten(cluster.live()[0]!, 10);
+  server.kill("SIGSTOP");
+  await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+  const cont = ns();
+  server.kill("SIGCONT");
+  const back = await cluster.waitFor(
+    "balanced over 4 after the API server stalled for a lease",
+    () => {
+      const balance = cluster.balanced();
+      return balance && balance.at > cont ? balance : undefined;
+    },
+    balanceBoundMs(MEMBERS),
+  );
+  return { fault: "server-stall", victim: "the API server", rejoinedMs: ms(back.at - cont) };
+}
+
+function checkLogs(cluster: Cluster, label: string, measured: Measured[], faults: number): void {
   const lines = readWork(cluster.incarnations);
   const trace = traceOf(lines);
   const summary = measured
     .map(
       (m) =>
-        `${m.fault} ${m.victim}: ${m.absorbedMs === undefined ? "" : `others balanced ${m.absorbedMs.toFixed(0)} ms after the fault, `}all four ${m.rejoinedMs.toFixed(0)} ms after ${m.fault === "kill-restart" ? "the fault" : m.fault === "pause" ? "SIGCONT" : "the restart"}`,
+        `${m.fault} ${m.victim}: ${m.absorbedMs === undefined ? "" : `others balanced ${m.absorbedMs.toFixed(0)} ms after the fault, `}all four ${m.rejoinedMs.toFixed(0)} ms after ${m.fault.startsWith("kill") ? "the new process was ready" : "SIGCONT"}`,
     )
     .join("; ");
   console.log(
@@ -143,7 +168,7 @@ function checkLogs(cluster: Cluster, label: string, measured: Measured[]): void 
   expect(checkShardedTrace({ buckets: trace, countOf: new Map(), keys: [] }), `seed ${SEED}`).toEqual([]);
   // Every bucket was worked on, and by more than one process over the run (the faults moved them).
   expect([...trace.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: BUCKETS }, (_, b) => b));
-  expect(measured).toHaveLength(3);
+  expect(measured).toHaveLength(faults);
 }
 
 describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the lease, restarts", () => {
@@ -178,7 +203,7 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
     for (let i = 0; i < MEMBERS; i++) cluster.start(`m${i}`);
     const measured = await runFaults(cluster, new Prng(SEED));
     await cluster.close();
-    checkLogs(cluster, "SQLite", measured);
+    checkLogs(cluster, "SQLite", measured, 3);
   }, 180_000);
 
   it("remote members of the HTTP API (the Node server in its own process)", async ({ onTestFinished }) => {
@@ -190,7 +215,8 @@ describe("sharded leadership across OS processes: SIGKILL, SIGSTOP past the leas
     onTestFinished(() => cluster.close());
     for (let i = 0; i < MEMBERS; i++) cluster.start(`m${i}`);
     const measured = await runFaults(cluster, new Prng(SEED + 1));
+    measured.push(await stallServer(cluster, server.child));
     await cluster.close();
-    checkLogs(cluster, "HTTP API", measured);
+    checkLogs(cluster, "HTTP API", measured, 4);
   }, 180_000);
 });

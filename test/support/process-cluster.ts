@@ -218,6 +218,15 @@ export class Cluster {
     });
   }
 
+  /**
+   * The CLOCK_MONOTONIC stamp of `inc`'s first line (it is ready: started and listening to its
+   * group), once it printed it. Starting a process (tsx, on loaded cores: seconds) is not part of
+   * any bound of the protocol, so the bounds count from here.
+   */
+  ready(inc: Incarnation, timeoutMs = 60_000): Promise<bigint> {
+    return this.waitFor(`${inc.name} ready`, () => (inc.held.at > 0n ? inc.held.at : undefined), timeoutMs);
+  }
+
   /** Once `inc` has written `lines` more lines of work than now (about 36 bytes each). */
   async linesWritten(inc: Incarnation, lines: number): Promise<void> {
     const size = () => (existsSync(inc.log) ? statSync(inc.log).size : 0);

@@ -17,7 +17,7 @@
  * `{"held":[...],"at":"<ns>"}` (the first one, empty, says it is ready).
  */
 import { closeSync, openSync, writeSync } from "node:fs";
-import { isLeaseholdApiError } from "../../src/errors.js";
+import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import { SqliteStore } from "../../src/stores/sqlite.js";
@@ -100,17 +100,32 @@ async function library(db: string): Promise<void> {
   );
 }
 
-/** The remote member: heartbeats, its own deadline, hand-offs stopped then confirmed. */
+/**
+ * The remote member: heartbeats, its own deadline, hand-offs stopped then confirmed, by the rules of
+ * docs/sharding.md ("What a remote member must do"): it names its session only while that
+ * session's window is open at send time, and then waits for the answer no longer than the window;
+ * once the window has closed it starts the next session, naming the one it worked under (`ended`),
+ * so whatever it stopped comes back at new terms. An answer that arrives after it could be acted
+ * on is not.
+ */
 async function remote(baseUrl: string): Promise<void> {
   const safetyMs = Math.floor(leaseMs / 10);
   const renewMs = Math.floor(leaseMs / 3);
   const retryMs = Math.floor(leaseMs / 7.5);
   const token = process.env.LEASEHOLD_TOKEN;
-  const client = new LeaseholdClient({ baseUrl, retries: 0, timeoutMs: renewMs, ...(token ? { token } : {}) });
+  const client = new LeaseholdClient({
+    baseUrl,
+    retries: 0,
+    timeoutMs: leaseMs - safetyMs,
+    ...(token ? { token } : {}),
+  });
   const instance = crypto.randomUUID();
   /** Per bucket, the highest term whose work this process stopped: never started again. */
   const ended = new Map<number, number>();
+  /** The session whose window is open (`deadline`), if any. */
   let session: number | undefined;
+  /** The newest session this process worked under (sent as `ended` when it starts the next). */
+  let worked = 0;
   let deadline = 0;
   let deadlineTimer: NodeJS.Timeout | undefined;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -128,14 +143,22 @@ async function remote(baseUrl: string): Promise<void> {
 
   for (;;) {
     const sentAt = monotonicMs();
+    const renewing = session !== undefined && sentAt < deadline;
+    if (!renewing) {
+      stopAll(); // the window closed (the watchdog may not have run yet): nothing runs under it
+      session = undefined;
+    }
+    // The answer is acted on only before this instant: a renewal's, the open window's end; a
+    // start's, the window it would grant.
+    const usableUntil = renewing ? deadline : sentAt + leaseMs - safetyMs;
     let answer: Awaited<ReturnType<LeaseholdClient["heartbeat"]>>;
     try {
-      answer = await client.heartbeat(group!, member!, {
-        instance,
-        leaseMs,
-        buckets,
-        ...(session === undefined ? {} : { session }),
-      });
+      answer = await client.heartbeat(
+        group!,
+        member!,
+        { instance, leaseMs, buckets, ...(renewing ? { session } : worked > 0 ? { ended: worked } : {}) },
+        AbortSignal.timeout(Math.max(1, Math.ceil(usableUntil - sentAt))),
+      );
     } catch (error) {
       // The deadline stays where the last successful heartbeat put it.
       if (isLeaseholdApiError(error) && error.status === 409) {
@@ -146,33 +169,42 @@ async function remote(baseUrl: string): Promise<void> {
       await sleep(retryMs);
       continue;
     }
-    const until = sentAt + leaseMs - safetyMs;
-    if (monotonicMs() >= until) {
+    if (monotonicMs() >= usableUntil) {
       stopAll(); // an answer that came too late grants nothing
       continue;
     }
     if (answer.session !== session) stopAll();
     session = answer.session;
-    deadline = until;
+    worked = Math.max(worked, session);
+    deadline = sentAt + leaseMs - safetyMs;
     clearTimeout(deadlineTimer);
     deadlineTimer = setTimeout(() => {
       if (monotonicMs() >= deadline) stopAll();
-    }, until - monotonicMs());
+    }, deadline - monotonicMs());
     const held = new Map(answer.held.map((h) => [h.bucket, h.term]));
     for (const [bucket, t] of tenures) if (held.get(bucket) !== t.term) stop(bucket);
+    /** Asked for, or listed at a term this process stopped (a confirmation that was lost): confirm. */
+    const confirm = answer.handoffs.map((h) => ({ bucket: h.bucket, term: h.term }));
     for (const [bucket, term] of held) {
-      if (!tenures.has(bucket) && term > (ended.get(bucket) ?? 0)) tenures.set(bucket, { term, holds });
+      if (tenures.has(bucket)) continue;
+      if (term > (ended.get(bucket) ?? 0)) tenures.set(bucket, { term, holds });
+      else confirm.push({ bucket, term });
     }
     for (const h of answer.handoffs) stop(h.bucket);
     printHeld();
-    // The work stopped synchronously above: confirm each hand-off.
-    for (const h of answer.handoffs) {
-      ended.set(h.bucket, Math.max(ended.get(h.bucket) ?? 0, h.term));
-      await client
-        .confirmHandoff(group!, member!, { instance, session, bucket: h.bucket, term: h.term })
-        .catch(() => undefined); // refused or failed: the next heartbeat asks again or shows where it went
-    }
-    const settled = answer.settled && answer.handoffs.length === 0;
+    // The work stopped synchronously above: confirm each, all at once. The next heartbeat waits for
+    // them only until it is due: confirmations must never hold up a renewal (a member confirming a
+    // few hand-offs one after another on a loaded machine let its window close).
+    const confirmed = Promise.all(
+      confirm.map((c) => {
+        ended.set(c.bucket, Math.max(ended.get(c.bucket) ?? 0, c.term));
+        return client
+          .confirmHandoff(group!, member!, { instance, session: session!, bucket: c.bucket, term: c.term })
+          .catch(() => undefined); // refused or failed: the next heartbeat asks again or shows where it went
+      }),
+    );
+    const settled = answer.settled && confirm.length === 0;
+    await Promise.race([confirmed, sleep(Math.max(0, sentAt + renewMs - monotonicMs()))]);
     await sleep(Math.max(0, sentAt + (settled ? renewMs : retryMs) - monotonicMs()));
   }
 }

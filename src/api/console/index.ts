@@ -32,18 +32,13 @@ const groupOf = (c: Context) => validateGroup(c.req.param("group"));
 
 export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | undefined): void {
   const o = resolveConsoleOptions(options);
-  const { service, hub, clock } = deps;
+  const { service, views, hub, clock } = deps;
   const { maxSkewMs, watchPollMs, heartbeatMs, listLimit } = deps.options;
   const history = new LeaseHistory(
     { terms: o.historyTerms, leases: o.historyLeases },
     () => clock.wallNow(),
     // A bucket is judged by its owner's session, as GET does; any other record by its own stamps.
-    async (stored) => {
-      const bucket = await service.groups.bucketState(stored);
-      return (
-        bucket ?? { free: service.isFree(stored.record), expiresAt: stored.record.renewedAt + stored.record.leaseMs }
-      );
-    },
+    (stored) => views.state(stored),
   );
   const feeds = new PrefixFeeds({
     list: async (prefix, limit) => {
@@ -52,7 +47,7 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
       return out;
     },
     publish: (name, stored) => hub.publish(name, stored),
-    bucketState: (stored, cache) => service.groups.bucketState(stored, cache),
+    bucketState: (stored, cache) => views.groups.bucketState(stored, cache),
     clock,
     pollMs: watchPollMs,
   });
@@ -67,7 +62,7 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
     clock,
     heartbeatMs,
     maxSkewMs,
-    isFree: (record: Parameters<typeof service.isFree>[0]) => service.isFree(record),
+    isFree: (record: Parameters<typeof views.isFree>[0]) => views.isFree(record),
   };
   const routes = consoleRoutes(deps.auth.secured);
   // The streams' event data, which only the raw SSE parts of the document reference.

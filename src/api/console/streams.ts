@@ -11,7 +11,7 @@ import { type SSEMessage, streamSSE } from "hono/streaming";
 import type { Clock } from "../../clock.js";
 import type { LeaseRecord, Stored } from "../../lease.js";
 import { groupStatus } from "../../sharding/group-status.js";
-import { toView } from "../lease-service.js";
+import { toView } from "../lease-views.js";
 import type { FeedEvent, FeedView, PrefixFeeds } from "./feeds.js";
 
 export interface StreamDeps {

@@ -19,7 +19,7 @@ export function registerCasRoute(app: Api, deps: Deps): void {
     if (expected !== null) service.checkRevision("If-Match", expected);
     const instance = writerInstance(c.req.header(INSTANCE_HEADER));
     const stored = await service.put(name, c.req.valid("json"), expected, instance, callerOf(deps, c, name));
-    return c.json(await service.view(stored), expected === null ? 201 : 200, { ETag: etagOf(stored) });
+    return c.json(await deps.views.view(stored), expected === null ? 201 : 200, { ETag: etagOf(stored) });
   });
 }
 

@@ -15,10 +15,10 @@ export const leaseName = (c: Context) => validateName(c.req.param("name"));
 export const queryPrefix = (c: Context) => validatePrefix(c.req.query("prefix") ?? "");
 
 export function registerLeaseRoutes(app: Api, deps: Deps): void {
-  const { routes, service } = deps;
+  const { routes, service, views } = deps;
   const write = [scoped(deps, "write", leaseName), wellFormed];
   const result = async (c: Context<Env>, outcome: LeaseOutcome) =>
-    c.json({ leader: outcome.leader, lease: await service.view(outcome.stored) }, 200, {
+    c.json({ leader: outcome.leader, lease: await views.view(outcome.stored) }, 200, {
       ETag: etagOf(outcome.stored),
     });
 
@@ -41,7 +41,7 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     const name = leaseName(c);
     const stored = await service.get(name);
     if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
-    return c.json(await service.view(stored), 200, { ETag: etagOf(stored) });
+    return c.json(await views.view(stored), 200, { ETag: etagOf(stored) });
   });
 
   app.openapi({ ...routes.list, middleware: [listingScoped(deps, queryPrefix)] }, async (c) => {
@@ -52,7 +52,7 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     const page = found.slice(0, limit);
     // One read per group config and owner for the page's buckets, however many buckets it lists.
     const cache = new Map();
-    const leases = await Promise.all(page.map((stored) => service.view(stored, cache)));
+    const leases = await Promise.all(page.map((stored) => views.view(stored, cache)));
     const next = found.length > limit ? (page.at(-1)?.record.name ?? null) : null;
     return c.json({ leases, next }, 200);
   });

@@ -29,7 +29,7 @@ interface Followed {
 }
 
 export function registerWatchRoute(app: Api, deps: Deps): void {
-  const { routes, service, hub, metrics, clock, options, streams } = deps;
+  const { routes, service, views, hub, metrics, clock, options, streams } = deps;
   app.openAPIRegistry.registerPath(routes.watch);
   app.get("/v1/leases/:name/watch", scoped(deps, "read", leaseName), async (c: Context<Env>) => {
     const name = leaseName(c);
@@ -92,15 +92,15 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
         follow(stored);
         if (owner?.stored !== undefined) cache.set(owner.name, Promise.resolve(owner.stored));
         else if (owner) cache.delete(owner.name);
-        const bucket = stored ? await service.groups.bucketState(stored, cache) : undefined;
-        const free = stored === null || (bucket ? bucket.free : service.isFree(stored.record));
+        const bucket = stored ? await views.groups.bucketState(stored, cache) : undefined;
+        const free = stored === null || (bucket ? bucket.free : views.isFree(stored.record));
         const revision = stored?.revision ?? "none";
         const key = `${revision}/${free}`;
         if (key === sent) return;
         const resuming = sent === undefined && revision === resumedAt;
         sent = key;
         if (!(resuming && !free)) {
-          const lease = stored ? await service.view(stored, cache) : null;
+          const lease = stored ? await views.view(stored, cache) : null;
           await stream.writeSSE({ event: "lease", id: revision, data: JSON.stringify({ lease, free }) });
         }
         expiry.abort();

@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -29,6 +30,10 @@ const (
 	// StreamingUnavailable answers as a buffered deployment (a Lambda function behind API
 	// Gateway) answers a watch: 501 streaming-unavailable, without forwarding.
 	StreamingUnavailable
+	// Late holds the request until Heal, then forwards it (the server acts on it, long after the
+	// client gave up) and closes the client's connection: a request the network delivered late,
+	// after the ones the client sent since.
+	Late
 )
 
 type rule struct {
@@ -90,7 +95,7 @@ func (p *Proxy) Inject(suffix string, fault Fault, times int) {
 	p.rules = append(p.rules, &rule{suffix: suffix, fault: fault, remaining: times})
 }
 
-// Heal removes every rule and lets hanging requests go (unanswered).
+// Heal removes every rule and lets hanging requests go (unanswered); Late ones are delivered now.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,15 +136,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	switch fault {
 	case DropResponse:
-		body, _ := io.ReadAll(r.Body)
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream.String()+r.URL.RequestURI(), bytes.NewReader(body))
-		if err == nil {
-			out.Header = r.Header.Clone()
-			if res, err := p.direct.Do(out); err == nil {
-				_, _ = io.Copy(io.Discard, res.Body)
-				_ = res.Body.Close()
-			}
-		}
+		p.deliver(r.Context(), r, mustRead(r))
+		hangUp(w)
+	case Late:
+		body := mustRead(r)
+		<-healed
+		// Delivered after the client gave up: not bound to its request's context.
+		p.deliver(context.Background(), r, body)
 		hangUp(w)
 	case Refuse503:
 		w.Header().Set("Content-Type", "application/problem+json")
@@ -162,6 +165,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hangUp(w)
 	default:
 		p.forward.ServeHTTP(w, r)
+	}
+}
+
+// mustRead is the request's body (empty when it cannot be read).
+func mustRead(r *http.Request) []byte {
+	body, _ := io.ReadAll(r.Body)
+	return body
+}
+
+// deliver sends r (with body) to the server, and throws its answer away.
+func (p *Proxy) deliver(ctx context.Context, r *http.Request, body []byte) {
+	out, err := http.NewRequestWithContext(ctx, r.Method, p.upstream.String()+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	out.Header = r.Header.Clone()
+	if res, err := p.direct.Do(out); err == nil {
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
 	}
 }
 

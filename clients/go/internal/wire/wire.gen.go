@@ -389,13 +389,16 @@ type HeartbeatRequest struct {
 	// Buckets The bucket count a new group starts with; an existing group keeps its own (changing it is `reshard`)
 	Buckets *int `json:"buckets,omitempty"`
 
+	// Ended Only without `session`: the newest session this process worked under (all its work has stopped). The server starts the next session on top of it; omit it when this process never had a session
+	Ended *int `json:"ended,omitempty"`
+
 	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
 	Instance string `json:"instance"`
 
 	// LeaseMs How long the session is valid after each heartbeat (ms). Stop all work at your own monotonic clock's `sentAt + leaseMs - safetyMs`
 	LeaseMs int `json:"leaseMs"`
 
-	// Session The session this process holds, from the last heartbeat's answer; omit it to start one
+	// Session The session this process holds, from the last heartbeat's answer. Send it only while that session's window (`sentAt + leaseMs - safetyMs` of the last heartbeat whose answer you acted on) is still open; otherwise omit it to start the next session
 	Session *int `json:"session,omitempty"`
 }
 
@@ -566,12 +569,15 @@ type MemberLeft struct {
 
 // Problem RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)
 type Problem struct {
-	// Bound The bound a refused request is over (429, 503 over-limit): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute or connections
+	// Bound The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)
 	Bound  *string `json:"bound,omitempty"`
 	Detail string  `json:"detail"`
 
 	// Errors Each failing field (400)
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FreeInMs 409 conflict of a lease still held by another holder: in how many milliseconds this server will consider it free (renewedAt + leaseMs + maxSkewMs by its clock, plus 1); Retry-After is this in whole seconds, rounded up
+	FreeInMs *int `json:"freeInMs,omitempty"`
 
 	// Group The sharded group a refused write's record belongs to (409 group-record): use its group routes
 	Group  *string `json:"group,omitempty"`

@@ -1,0 +1,36 @@
+/**
+ * How the API answers what went wrong (RFC 9457 problem+json, src/api/problems.ts): a route that
+ * does not exist (404), and whatever a route threw. A 5xx is logged (but 501
+ * streaming-unavailable, a deployment's answer by design); the current record rides along in a
+ * refusal only for a token that may read it. Runtime-neutral.
+ */
+import type { Authorizer } from "./auth.js";
+import type { Api } from "./context.js";
+import { type ApiLogger, failureFields } from "./log.js";
+import { ProblemError, problemHeaders, toProblem } from "./problems.js";
+
+export function answerProblems(app: Api, auth: Authorizer, log: ApiLogger): void {
+  app.notFound(() => {
+    throw new ProblemError("not-found", "no such route (lease names are URL-encoded: adapters%2Fbilling)");
+  });
+
+  app.onError((error, c) => {
+    let p = toProblem(error);
+    if (p.status >= 500 && p.kind !== "streaming-unavailable") {
+      log.error("request failed", {
+        method: c.req.method,
+        route: c.req.routePath,
+        status: p.status,
+        problem: p.kind,
+        detail: p.detail,
+        ...(error instanceof ProblemError ? {} : failureFields(error)),
+      });
+    }
+    // The current record rides along only for a token that may read it: a write-only token
+    // learns that it lost, not what the record holds.
+    const principal = c.get("principal");
+    const lease = p.extra.lease;
+    if (lease && (!principal || !auth.authorize(principal, "read", lease.name).ok)) p = p.withoutLease();
+    return c.body(JSON.stringify(p.toBody()), p.status as 400, problemHeaders(p));
+  });
+}

@@ -1,0 +1,632 @@
+/**
+ * A candidate for one lease bound to its process's session (docs/design.md §4 "Bound leases"):
+ * the same public surface as `Elector` (events, `current`, `signal`, `start`, `stop`,
+ * `trackWork`), so `runLeader`, metrics and benches take either, but the lease is never renewed
+ * on its own: its record names the session (`leasehold.session` = `<session>@<term>`) and is
+ * valid exactly as long as that session term is.
+ *
+ * - Leader of lease L at term T while the session term it acquired L under is valid (read from
+ *   the monotonic clock when asked: `stillLeader()`), and it has not seen L taken. When that
+ *   session term ends (expired, fenced, released) every lease bound to it ends at once; a new
+ *   session term never inherits a lease: it leads L again only after a new compare-and-swap on L
+ *   (term + 1).
+ * - The lease record is written only to acquire (term + 1), to release (term kept), to hand over
+ *   (term + 1, to a registered successor), and by a follower registering as successor.
+ * - A follower judges L by the session it names (src/bound/observer.ts): over (a later term of
+ *   that session, or released or fenced): take L at once; expired by observed time or by its
+ *   stamps: fence the session first, then take L; live: look again when it could expire. A plain
+ *   record (no session named) is judged as the Elector judges it.
+ * - Hand-over: a waiting follower writes itself into L as `leasehold.next` (possible because L is
+ *   not rewritten by renewals). A graceful stop writes L with that successor as holder, under its
+ *   session, term + 1 (one write); the successor learns it by push or its next poll and leads at
+ *   once under its own valid session. Only to a successor whose session the releaser has just seen
+ *   live; otherwise it releases plainly.
+ *
+ * All store calls for L run one at a time from one loop (a release never races an acquisition).
+ * Runtime-neutral.
+ */
+import type { Clock } from "../clock.js";
+import { CasWriter } from "../elector/cas.js";
+import { Emitter, type Listener } from "../elector/events.js";
+import type { ResolvedTiming } from "../elector/options.js";
+import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
+import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
+import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import type { SessionObserver } from "./observer.js";
+import { boundMetadata, type SessionRef, type Successor, sameRef, sessionOf, successorOf } from "./refs.js";
+
+/** What a bound elector needs of its session (`LeaseSession` implements it). */
+export interface SessionPort {
+  readonly name: string;
+  readonly identity: string;
+  readonly store: LeaseStore;
+  readonly clock: Clock;
+  readonly observer: SessionObserver;
+  readonly timing: ResolvedTiming;
+  readonly random: () => number;
+  validTerm(): number | undefined;
+  peek(): { term: number; until: number } | undefined;
+  onSession(listener: (event: SessionChange) => void): () => void;
+  /** The highest term of lease `name` this process wrote for itself or led: never taken as a hand-over. */
+  claimed(name: string): number;
+  claim(name: string, term: number): void;
+  detach(elector: object): void;
+}
+
+export type SessionChange =
+  | { kind: "established"; term: number }
+  | { kind: "renewed"; term: number }
+  | { kind: "lost"; term: number; reason: LossReason };
+
+export interface ResolvedBoundOptions {
+  name: string;
+  metadata: Record<string, string>;
+  graceMs: number;
+  handover: boolean;
+}
+
+interface Held {
+  stored: Stored;
+  /** The session term L was acquired (or handed over) under: L is led only while it is valid. */
+  sessionTerm: number;
+  controller: AbortController;
+}
+
+/** A successor whose session the releaser saw live, and when (monotonic). */
+interface Checked {
+  successor: Successor;
+  at: number;
+}
+
+type Plan = { kind: "acquire" } | { kind: "lead" } | { kind: "register" } | { kind: "wait"; until: number };
+
+const DONE = "done";
+
+export class BoundElector {
+  readonly name: string;
+  readonly identity: string;
+  readonly leaseMs: number;
+  readonly renewMs: number;
+  readonly retryMs: number;
+  readonly safetyMs: number;
+  private readonly session: SessionPort;
+  private readonly o: ResolvedBoundOptions;
+  private readonly writer: CasWriter;
+  private readonly events = new Emitter<ElectorEvents>();
+  private phase: ElectorPhase = "idle";
+  private held: Held | undefined;
+  private observed: { stored: Stored | null; at: number } | undefined;
+  private lastLeader: { holder: string | null; term: number } | undefined;
+  private lastLedTerm = 0;
+  private needsRead = true;
+  private stopping = false;
+  private stopRequested = false;
+  private releaseOnStop = true;
+  private loop: Promise<void> | undefined;
+  private wakeLoop: (() => void) | undefined;
+  private readonly work = new Set<Promise<unknown>>();
+  private watchAbort: AbortController | undefined;
+  private watchLive = false;
+  /** The store refused a candidacy write (the HTTP API lets only a lease's holder process write it). */
+  private candidacyRefused = false;
+  private handoverCheck: Promise<Checked | undefined> | undefined;
+  private offSession: (() => void) | undefined;
+
+  constructor(session: SessionPort, options: ResolvedBoundOptions) {
+    this.session = session;
+    this.o = options;
+    this.name = options.name;
+    this.identity = session.identity;
+    this.leaseMs = session.timing.leaseMs;
+    this.renewMs = session.timing.renewMs;
+    this.retryMs = session.timing.retryMs;
+    this.safetyMs = session.timing.safetyMs;
+    this.writer = new CasWriter({
+      store: session.store,
+      name: options.name,
+      clock: session.clock,
+      callTimeoutMs: session.timing.callTimeoutMs,
+    });
+  }
+
+  on<K extends keyof ElectorEvents>(type: K, listener: Listener<ElectorEvents[K]>): () => void {
+    return this.events.on(type, listener);
+  }
+
+  /** A snapshot; `isLeader` reads the clock and the session at the moment of asking. */
+  get current(): ElectorState {
+    const h = this.held;
+    const s = this.session.peek();
+    const mine = h !== undefined && s !== undefined && s.term === h.sessionTerm;
+    const r = h ? h.stored.record : this.observed?.stored?.record;
+    return {
+      phase: this.phase,
+      isLeader: mine && this.session.clock.now() < s.until,
+      holder: h ? this.identity : (r?.holder ?? null),
+      term: r?.term ?? 0,
+      leaderUntil: mine ? s.until : undefined,
+      lastRenewalSentAt: mine ? s.until - this.leaseMs + this.safetyMs : undefined,
+    };
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.held?.controller.signal;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.phase = "follower";
+    this.offSession = this.session.onSession((change) => this.onSession(change));
+    this.startWatch();
+    this.loop = this.run();
+  }
+
+  trackWork(work: Promise<unknown>): void {
+    const p = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.work.add(p);
+    void p.then(() => this.work.delete(p));
+  }
+
+  /**
+   * Stops campaigning. A leader aborts its signal, waits for tracked work (at most `graceMs`),
+   * then hands the lease to a registered successor whose session is live, or releases it
+   * (`release: true`, the default); `release: false` leaves it bound to the session, so it ends
+   * when the session does. A follower withdraws its candidacy.
+   */
+  async stop(options: { release?: boolean; graceMs?: number } = {}): Promise<void> {
+    if (!this.loop) {
+      this.phase = "stopped";
+      this.session.detach(this);
+      return;
+    }
+    if (!this.stopping) {
+      this.stopping = true;
+      this.releaseOnStop = options.release ?? true;
+      const h = this.held;
+      if (h) {
+        h.controller.abort(new LeadershipLostError(h.stored.record.term, "stopping"));
+        // Who to hand over to is found while the work drains: only the write is left for after.
+        if (this.releaseOnStop && this.o.handover) this.handoverCheck = this.checkSuccessor(h);
+        if (this.work.size > 0) {
+          const grace = new AbortController();
+          await Promise.race([
+            Promise.all([...this.work]),
+            this.session.clock.sleep(options.graceMs ?? this.o.graceMs, grace.signal),
+          ]);
+          grace.abort(DONE);
+        }
+      }
+      this.stopRequested = true;
+      this.wake();
+    }
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (!this.stopRequested) {
+        if (this.held) await this.leaderStep(this.held);
+        else await this.followerStep();
+      }
+      if (this.held && this.releaseOnStop) await this.release(this.held);
+      if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
+      else if (this.o.handover) await this.withdraw();
+    } finally {
+      this.watchAbort?.abort(DONE);
+      this.offSession?.();
+      this.phase = "stopped";
+      this.session.detach(this);
+    }
+  }
+
+  private onSession(change: SessionChange): void {
+    const h = this.held;
+    if (change.kind === "lost" && h?.sessionTerm === change.term) this.lose(change.reason);
+    else if (change.kind === "renewed" && h?.sessionTerm === change.term) {
+      this.events.emit("renewed", { term: h.stored.record.term, revision: h.stored.revision });
+    }
+    if (!this.held) this.wake();
+  }
+
+  // ---- leader ----
+
+  private async leaderStep(h: Held): Promise<void> {
+    // Nothing to write: the session's renewals keep this lease. Woken by a loss, a push or stop.
+    await this.wait(Number.POSITIVE_INFINITY);
+    if (this.held === h && !this.stopRequested && this.session.validTerm() !== h.sessionTerm) this.lose("expired");
+  }
+
+  private becomeLeader(stored: Stored, sessionTerm: number): void {
+    const h: Held = { stored, sessionTerm, controller: new AbortController() };
+    this.held = h;
+    this.lastLedTerm = stored.record.term;
+    this.session.claim(this.name, stored.record.term);
+    this.phase = "leader";
+    this.noteLeader(stored);
+    if (this.stopping) h.controller.abort(new LeadershipLostError(stored.record.term, "stopping"));
+    this.events.emit("elected", {
+      term: stored.record.term,
+      record: stored.record,
+      signal: h.controller.signal,
+      stillLeader: () => this.stillLeader(h),
+    });
+  }
+
+  private stillLeader(h: Held): boolean {
+    if (this.held !== h || h.controller.signal.aborted) return false;
+    // validTerm() ends a session whose window has closed (its `lost` then ends this lease).
+    if (this.session.validTerm() === h.sessionTerm) return true;
+    this.lose("expired");
+    return false;
+  }
+
+  private lose(reason: LossReason): void {
+    const h = this.held;
+    if (!h) return;
+    this.held = undefined;
+    this.phase = this.stopRequested ? "stopped" : "follower";
+    const term = h.stored.record.term;
+    h.controller.abort(new LeadershipLostError(term, reason));
+    this.observed = { stored: h.stored, at: this.session.clock.now() };
+    this.needsRead = true;
+    this.events.emit("deposed", { term, reason });
+    this.wake();
+  }
+
+  /** Still this tenure (holder, term and session unchanged; a registration may have been added). */
+  private isMyTenure(h: Held, stored: Stored | null | undefined): boolean {
+    const r = stored?.record;
+    return (
+      r !== undefined &&
+      r.holder === this.identity &&
+      r.term === h.stored.record.term &&
+      sameRef(sessionOf(r), sessionOf(h.stored.record))
+    );
+  }
+
+  /** Reads L and the registered successor's session while the leader's work drains. */
+  private async checkSuccessor(h: Held): Promise<Checked | undefined> {
+    try {
+      const stored = await this.writer.read();
+      if (stored && this.isMyTenure(h, stored)) h.stored = stored;
+      return await this.checked(h.stored);
+    } catch {
+      return undefined; // a plain release then
+    }
+  }
+
+  /** The successor `stored` names, if its session is live by a read sent just now. */
+  private async checked(stored: Stored): Promise<Checked | undefined> {
+    const successor = successorOf(stored.record);
+    if (!successor || (successor.holder === this.identity && successor.session.name === this.session.name)) {
+      return undefined;
+    }
+    const at = this.session.clock.now();
+    const obs = await this.session.observer.look(successor.session.name, at);
+    const r = obs.stored?.record;
+    const live =
+      r !== undefined &&
+      r.holder === successor.holder &&
+      r.term === successor.session.term &&
+      this.session.clock.wallNow() < r.renewedAt + r.leaseMs;
+    return live ? { successor, at } : undefined;
+  }
+
+  /**
+   * Hands L to the checked successor (term + 1, under its session) or releases it (holder null,
+   * term kept), by compare-and-swap on the revision this tenure last saw. A conflict that only
+   * added a registration is decided again on the new revision.
+   */
+  private async release(h: Held): Promise<void> {
+    let check = await this.handoverCheck?.catch(() => undefined);
+    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
+      if (this.session.validTerm() !== h.sessionTerm) return; // the lease ends with its session
+      const r = h.stored.record;
+      const to = check && sameSuccessor(check.successor, successorOf(r)) ? check.successor : undefined;
+      const wall = this.session.clock.wallNow();
+      const next: LeaseRecord = to
+        ? {
+            ...r,
+            holder: to.holder,
+            term: r.term + 1,
+            acquiredAt: wall,
+            renewedAt: wall,
+            metadata: boundMetadata({}, to.session),
+            writeId: newWriteId(),
+          }
+        : { ...r, holder: null, metadata: callerMetadata(r.metadata), renewedAt: wall, writeId: newWriteId() };
+      const until = this.session.peek()?.until ?? 0;
+      const outcome = await this.writer.write(next, h.stored.revision, {
+        timeoutMs: until - this.session.clock.now(),
+      });
+      if (this.held !== h) return;
+      if (outcome.kind === "applied") {
+        if (outcome.stored.record.writeId === next.writeId || !this.isMyTenure(h, outcome.stored)) {
+          this.observed = { stored: outcome.stored, at: this.session.clock.now() };
+          return;
+        }
+        h.stored = outcome.stored; // an earlier write of ours landed meanwhile: again on top of it
+        continue;
+      }
+      if (outcome.kind === "lost") {
+        const current =
+          outcome.current === undefined ? await this.writer.read().catch(() => undefined) : outcome.current;
+        if (!current || !this.isMyTenure(h, current)) return this.lose("conflict");
+        h.stored = current; // a follower registered meanwhile
+        if (this.o.handover) check = await this.checked(current).catch(() => undefined);
+        continue;
+      }
+      this.events.emit("error", { error: outcome.error, during: "release" });
+      await this.session.clock.sleep(this.retryDelay() / 4);
+    }
+  }
+
+  // ---- follower ----
+
+  private async followerStep(): Promise<void> {
+    if (this.stopping) return this.wait(Number.POSITIVE_INFINITY);
+    if (this.needsRead) {
+      try {
+        this.observe(await this.writer.read());
+      } catch (error) {
+        this.events.emit("error", { error, during: "read" });
+        return this.wait(this.retryDelay());
+      }
+      this.needsRead = false;
+    }
+    const o = this.observed;
+    if (!o) return;
+    const mine = this.writer.recognise(o.stored);
+    if (mine) return this.fromOwnWrite(mine.stored);
+    let plan: Plan;
+    try {
+      plan = await this.plan(o.stored);
+    } catch (error) {
+      this.events.emit("error", { error, during: "read" });
+      return this.wait(this.retryDelay());
+    }
+    if (this.stopping || this.held || this.observed !== o) return;
+    if (plan.kind === "acquire") return this.acquire(o.stored);
+    if (plan.kind === "register") return this.register(o.stored!);
+    if (plan.kind === "lead") return this.becomeLeader(o.stored!, this.session.validTerm()!);
+    const now = this.session.clock.now();
+    // With a live push stream a poll only backs it up (once a lease); otherwise every retryMs.
+    const pollAt = now + (this.watchLive ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
+    // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
+    await this.wait(Math.max(1, Math.min(pollAt, plan.until) - now));
+    if (this.observed === o && this.session.clock.now() >= pollAt) this.needsRead = true;
+  }
+
+  /** What to do about L as last observed (see the header). May read or fence the session L names. */
+  private async plan(stored: Stored | null): Promise<Plan> {
+    const now = this.session.clock.now();
+    const myTerm = this.session.validTerm();
+    // Without a valid session of our own nothing can be taken: wait for it (its event wakes us).
+    if (myTerm === undefined) return { kind: "wait", until: now + this.retryDelay() };
+    const r = stored?.record;
+    if (!r || r.holder === null) return { kind: "acquire" };
+    const bound = sessionOf(r);
+    if (!bound) return this.planPlain(r);
+    if (bound.name === this.session.name) {
+      // Our own session: an earlier term of it is over (we ended it); the current one holds L
+      // only through an elector of ours, and the session allows one per lease, so it is either a
+      // hand-over to us or a tenure of ours that no elector holds any more.
+      if (bound.term > myTerm) return { kind: "wait", until: now + this.retryDelay() };
+      if (bound.term === myTerm && this.o.handover && r.holder === this.identity) {
+        if (r.term > this.session.claimed(this.name)) return { kind: "lead" };
+      }
+      return { kind: "acquire" };
+    }
+    const observer = this.session.observer;
+    let obs = observer.known(bound.name) ?? (await observer.look(bound.name, now));
+    let verdict = observer.verdict(bound, obs, r.leaseMs);
+    if (verdict.kind === "live" && verdict.lookAt <= now) {
+      obs = await observer.look(bound.name, verdict.lookAt);
+      verdict = observer.verdict(bound, obs, r.leaseMs);
+    }
+    if (verdict.kind === "expired" && obs.readAt < now - this.retryMs) {
+      // Judged on its stamps from an old read: see that it still stands before writing.
+      obs = await observer.look(bound.name, now);
+      verdict = observer.verdict(bound, obs, r.leaseMs);
+    }
+    if (verdict.kind === "expired") {
+      await observer.fence(verdict.stored);
+      verdict = observer.verdict(bound, observer.known(bound.name)!, r.leaseMs);
+      if (verdict.kind !== "over") return { kind: "wait", until: now + this.retryDelay() };
+    }
+    if (verdict.kind === "over") return { kind: "acquire" };
+    if (this.shouldRegister(r, myTerm)) return { kind: "register" };
+    return { kind: "wait", until: verdict.lookAt };
+  }
+
+  /** A record with no session (written by a plain Elector): judged as the Elector judges it. */
+  private planPlain(r: LeaseRecord): Plan {
+    const at = this.observed?.at ?? this.session.clock.now();
+    const stale = r.renewedAt + r.leaseMs + this.session.timing.maxSkewMs < this.session.clock.wallNow();
+    const takeoverAt = stale ? at : at + r.leaseMs;
+    return this.session.clock.now() >= takeoverAt ? { kind: "acquire" } : { kind: "wait", until: takeoverAt };
+  }
+
+  /** Register as successor when nobody is registered, or only an earlier session of ours. */
+  private shouldRegister(r: LeaseRecord, myTerm: number): boolean {
+    if (!this.o.handover || this.candidacyRefused) return false;
+    const next = successorOf(r);
+    if (!next) return true;
+    return next.session.name === this.session.name && next.holder === this.identity && next.session.term !== myTerm;
+  }
+
+  private async acquire(current: Stored | null): Promise<void> {
+    const term = this.session.validTerm();
+    if (term === undefined) return;
+    const wall = this.session.clock.wallNow();
+    const next: LeaseRecord = {
+      name: this.name,
+      holder: this.identity,
+      term: (current?.record.term ?? 0) + 1,
+      leaseMs: this.leaseMs,
+      acquiredAt: wall,
+      renewedAt: wall,
+      metadata: boundMetadata(this.o.metadata, { name: this.session.name, term }),
+      writeId: newWriteId(),
+    };
+    // Claimed before it is sent: our own record is never mistaken for a hand-over to us.
+    this.session.claim(this.name, next.term);
+    const outcome = await this.writer.write(next, current?.revision ?? null);
+    if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
+    if (outcome.kind === "lost") return this.observe(outcome.current);
+    this.events.emit("error", { error: outcome.error, during: "acquire" });
+    this.needsRead = true;
+    await this.wait(this.retryDelay());
+  }
+
+  /** Writes this candidate into L as its successor (under our current session). */
+  private async register(current: Stored): Promise<void> {
+    const term = this.session.validTerm();
+    const bound = sessionOf(current.record);
+    if (term === undefined || !bound) return;
+    const next: LeaseRecord = {
+      ...current.record,
+      metadata: boundMetadata(current.record.metadata, bound, {
+        holder: this.identity,
+        session: { name: this.session.name, term },
+      }),
+      renewedAt: this.session.clock.wallNow(),
+      writeId: newWriteId(),
+    };
+    const outcome = await this.writer.write(next, current.revision);
+    if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
+    if (outcome.kind === "lost") return this.observe(outcome.current);
+    if (isLeaseStillHeldError(outcome.error) || !outcome.ambiguous) {
+      // The store lets only the holder's process write a held lease: no hand-over here, the
+      // follower takes the lease by compare-and-swap after a release, as an Elector does.
+      this.candidacyRefused = true;
+      return;
+    }
+    this.events.emit("error", { error: outcome.error, during: "acquire" });
+    this.needsRead = true;
+    await this.wait(this.retryDelay());
+  }
+
+  /** One of our writes produced `stored`: lead if it gave us L under our current session term. */
+  private fromOwnWrite(stored: Stored): void {
+    const r = stored.record;
+    const term = this.session.validTerm();
+    const ref = sessionOf(r);
+    const ours = r.holder === this.identity && ref?.name === this.session.name && ref.term === term;
+    this.observed = { stored, at: this.session.clock.now() };
+    this.needsRead = false;
+    if (ours && term !== undefined && r.term > this.lastLedTerm && !this.stopping) this.becomeLeader(stored, term);
+    else this.noteLeader(stored);
+  }
+
+  /** Stopping as a follower: takes our registration back, and releases L if it was handed to us meanwhile. */
+  private async withdraw(): Promise<void> {
+    let current = this.observed?.stored;
+    for (let attempt = 0; attempt < 3 && current; attempt++) {
+      const r = current.record;
+      const term = this.session.validTerm();
+      const ref = sessionOf(r);
+      const handed = r.holder === this.identity && ref?.name === this.session.name && ref.term === term;
+      const next = successorOf(r);
+      const registered = next?.holder === this.identity && next.session.name === this.session.name;
+      if (!handed && !registered) return;
+      const write: LeaseRecord = handed
+        ? { ...r, holder: null, metadata: callerMetadata(r.metadata) }
+        : { ...r, metadata: ref ? boundMetadata(r.metadata, ref) : callerMetadata(r.metadata) };
+      if (handed) this.session.claim(this.name, r.term);
+      const outcome = await this.writer.write(
+        { ...write, renewedAt: this.session.clock.wallNow(), writeId: newWriteId() },
+        current.revision,
+      );
+      if (outcome.kind !== "lost") return; // applied, or unknown: a registration is only a hint
+      current = outcome.current === undefined ? await this.writer.read().catch(() => undefined) : outcome.current;
+    }
+  }
+
+  private observe(stored: Stored | null | undefined): void {
+    if (stored === undefined) {
+      this.needsRead = true;
+      return;
+    }
+    if (this.observed === undefined || this.observed.stored?.revision !== stored?.revision) {
+      this.observed = { stored, at: this.session.clock.now() };
+    }
+    this.noteLeader(stored);
+  }
+
+  private noteLeader(stored: Stored | null): void {
+    const holder = stored?.record.holder ?? null;
+    const term = stored?.record.term ?? 0;
+    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
+    this.lastLeader = { holder, term };
+    this.events.emit("leader", { holder, term });
+  }
+
+  // ---- scheduling ----
+
+  private retryDelay(): number {
+    return this.retryMs * (1 + this.session.timing.jitter * this.session.random());
+  }
+
+  private async wait(ms: number): Promise<void> {
+    if (this.stopRequested || ms <= 0) return;
+    const cut = new AbortController();
+    this.wakeLoop = () => cut.abort(DONE);
+    await this.session.clock.sleep(ms, cut.signal);
+    this.wakeLoop = undefined;
+    cut.abort(DONE);
+  }
+
+  private wake(): void {
+    this.wakeLoop?.();
+  }
+
+  /** Push, where the store has it: a follower hears of a release or a hand-over at once. */
+  private startWatch(): void {
+    const watch = this.session.store.watch;
+    if (!watch) return;
+    this.watchAbort = new AbortController();
+    const signal = this.watchAbort.signal;
+    void (async () => {
+      while (!signal.aborted) {
+        try {
+          for await (const stored of watch.call(this.session.store, this.name, signal)) {
+            this.watchLive = true;
+            this.pushed(stored);
+          }
+        } catch (error) {
+          if (!signal.aborted) this.events.emit("error", { error, during: "read" });
+        }
+        this.watchLive = false;
+        if (!signal.aborted) await this.session.clock.sleep(this.retryDelay(), signal);
+      }
+    })();
+  }
+
+  private pushed(stored: Stored | null): void {
+    const h = this.held;
+    if (h) {
+      // A registration changes the revision, nothing else. A later term means L was taken, which
+      // needs our session fenced first: it is over already. (An older record is a late event.)
+      if (stored && this.isMyTenure(h, stored)) h.stored = stored;
+      else if (stored && stored.record.term > h.stored.record.term) this.lose("conflict");
+      return;
+    }
+    if (this.stopping) return;
+    const before = this.observed;
+    this.observe(stored);
+    if (this.observed !== before) {
+      this.needsRead = false;
+      this.wake();
+    }
+  }
+}
+
+function sameSuccessor(a: Successor, b: Successor | undefined): boolean {
+  return b !== undefined && a.holder === b.holder && sameRef(a.session, b.session);
+}
+
+export type { SessionRef };

@@ -1,0 +1,68 @@
+/** Leases bound to a process session: the contract on memory and SQLite, the costs, and the options. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openSession } from "../src/bound/session.js";
+import { ManualClock } from "../src/clock.js";
+import { isLeaseValidationError } from "../src/errors.js";
+import { MemoryStore } from "../src/stores/memory.js";
+import { SqliteStore } from "../src/stores/sqlite.js";
+import { describeBoundContract } from "../src/testkit/bound-contract.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
+
+describeBoundContract("memory", async () => ({ store: new MemoryStore() }));
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-bound-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+describeBoundContract("sqlite", async () => {
+  const store = new SqliteStore({ path: join(dir, "leases.db") });
+  return { store, dispose: () => store.close() };
+});
+
+describe("bound leases: cost", () => {
+  it("one process holding 1,000 bound leases writes once per renewal interval", async () => {
+    const clock = new ManualClock();
+    const tracked = new TrackedStore(new MemoryStore());
+    clock.idle = () => tracked.settle();
+    const session = openSession({ store: tracked, name: "sessions/p1", leaseMs: 1000, jitter: 0, clock });
+    const electors = Array.from({ length: 1000 }, (_, i) => session.elector({ name: `jobs/lease-${i}` }));
+    for (const e of electors) e.start();
+    await clock.advance(0);
+    expect(electors.filter((e) => e.current.isLeader)).toHaveLength(1000);
+    tracked.resetCounts();
+    await clock.advance(session.renewMs * 20);
+    // 20 renewal intervals: 20 writes (the session record), no reads, whatever the number of leases.
+    expect(tracked.counts).toEqual({ get: 0, put: 20, list: 0, getMany: 0 });
+    expect(electors.every((e) => e.current.isLeader)).toBe(true);
+    await session.close({ release: false });
+  });
+});
+
+describe("bound leases: options", () => {
+  const store = new MemoryStore();
+  const refused = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (error) {
+      expect(isLeaseValidationError(error)).toBe(true);
+      return (error as Error).message;
+    }
+    throw new Error("expected a validation error");
+  };
+
+  it("names the field and what was expected", async () => {
+    expect(refused(() => openSession({ store, name: "Bad Name" }))).toMatch(/name/);
+    expect(refused(() => openSession({ store, identity: "a b/c" }))).toMatch(/name.*give name/);
+    expect(refused(() => openSession({ store, leaseMs: 1000, renewMs: 950 }))).toMatch(/renewMs/);
+    expect(refused(() => openSession({ store, leaseMS: 5 } as never))).toMatch(/leaseMS: unknown field/);
+    const session = openSession({ store, name: "sessions/opts", leaseMs: 1000 });
+    expect(refused(() => session.elector({ name: "sessions/opts" }))).toMatch(/session record/);
+    expect(refused(() => session.elector({ name: "x", metadata: { "leasehold.session": "y@1" } }))).toMatch(/reserved/);
+    expect(refused(() => session.elector({ name: "x", handover: "yes" } as never))).toMatch(/handover/);
+    session.elector({ name: "x" });
+    expect(refused(() => session.elector({ name: "x" }))).toMatch(/one elector per lease/);
+    await session.close();
+    expect(refused(() => session.elector({ name: "y" }))).toMatch(/closed/);
+  });
+});
