@@ -108,8 +108,11 @@ async function contenders(): Promise<Contender[]> {
     }
   };
   return [
-    electorContender("leasehold Elector (TypeScript), defaults", {}),
-    // After: e.g. electorContender("leasehold Elector, retryMs leaseMs / 7.5 (before)", { retryMs: ... }).
+    electorContender("leasehold Elector (TypeScript), defaults (pollMs 1000)", {}),
+    // The poll of the code before #22 (retryMs = leaseMs / 7.5), side by side in the same run.
+    electorContender("leasehold Elector, pollMs leaseMs / 7.5 (the poll before #22)", (leaseMs) => ({
+      pollMs: Math.floor(leaseMs / 7.5),
+    })),
     await peer("Go lock client (cirello.io/dynamolock/v2)", buildGoPeer),
     await peer("Java lock client (awslabs 1.3.0)", buildJavaPeer),
   ];
@@ -119,11 +122,15 @@ function unreachable(): never {
   throw new Error("a contender that is missing is never started");
 }
 
-function electorContender(label: string, extra: Partial<ElectorOptions>): Contender {
+function electorContender(
+  label: string,
+  options: Partial<ElectorOptions> | ((leaseMs: number) => Partial<ElectorOptions>),
+): Contender {
+  const extraOf = (leaseMs: number) => (typeof options === "function" ? options(leaseMs) : options);
   return {
     label,
     how: (leaseMs) =>
-      `poll every retryMs ${extra.retryMs ?? Math.floor(leaseMs / 7.5)} ms, renew every ${Math.floor(leaseMs / 3)} ms`,
+      `poll every pollMs ${extraOf(leaseMs).pollMs ?? 1000} ms (takeover at the observed expiry), renew every ${Math.floor(leaseMs / 3)} ms`,
     start: (args) => {
       const client = dynamoClient(args.endpoint);
       const elector = new Elector({
@@ -131,7 +138,7 @@ function electorContender(label: string, extra: Partial<ElectorOptions>): Conten
         name: args.key,
         identity: args.owner,
         leaseMs: args.leaseMs,
-        ...extra,
+        ...extraOf(args.leaseMs),
       });
       const acquired = new Promise<bigint>((resolve) => elector.on("elected", () => resolve(ns())));
       const waiting = ns();

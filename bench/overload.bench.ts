@@ -11,14 +11,16 @@
  * Renewals done and on time are counted against what was due: n leases × window / renewMs, so a
  * lost lease counts as renewals missed.
  *
- * Modes (BENCH_OVERLOAD_MODES, comma-separated; default `per-lease`):
+ * Modes (BENCH_OVERLOAD_MODES, comma-separated; default both):
  * - `per-lease`: today's code, one Elector per lease, each renewing its own record;
- * - `session-bound`: after issue #22 item 3, leases bound to one session per process (one session
- *   write per renewal period); see `sessionBoundFleet` below for where it plugs in.
+ * - `session-bound`: issue #22 item 3, every lease a bound elector of one process session
+ *   (`openSession`, one session write per renewal period whatever the number of leases).
  * BENCH_OVERLOAD_PATHS picks the paths (default `sqlite,api`), BENCH_OVERLOAD_SIZES the lease counts.
  */
 import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
+import type { BoundElector } from "../src/bound/bound-elector.js";
+import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { HttpStore } from "../src/stores/http.js";
@@ -44,7 +46,7 @@ const STOP_MS = 30_000;
 const HEALTHY_RUN = 3;
 
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(",").map((s) => s.trim());
-const MODES = list("BENCH_OVERLOAD_MODES", "per-lease");
+const MODES = list("BENCH_OVERLOAD_MODES", "per-lease,session-bound");
 const PATHS = list("BENCH_OVERLOAD_PATHS", "sqlite,api") as Path[];
 const SIZES = list("BENCH_OVERLOAD_SIZES", QUICK ? "1000" : "1000,10000").map(Number);
 
@@ -84,11 +86,45 @@ const FLEETS: Record<string, FleetFactory> = {
 
 /** Today: one Elector per lease, each the only candidate, renewing its own record every RENEW_MS. */
 async function perLeaseFleet({ store, leases, prefix, probe }: FleetOptions): Promise<Fleet> {
-  const electors: Elector[] = [];
+  const electors = await startSpread(
+    leases,
+    probe,
+    (i) => new Elector({ store, name: `${prefix}/${i}`, identity: `p-${i}`, leaseMs: LEASE_MS, renewMs: RENEW_MS }),
+  );
+  return { stop: () => Promise.all(electors.map((e) => e.stop({ release: false }))).then(() => undefined) };
+}
+
+/**
+ * After issue #22 item 3: one process session (`openSession`) renewed with one write per RENEW_MS,
+ * every lease a `session.elector(...)` bound to it. A bound elector emits `renewed` once per session
+ * renewal while it holds its lease, with `lastRenewalSentAt` the session renewal's send: every
+ * lease's validity moves with it, so the probe counts a renewal per bound lease held, due at the
+ * previous session renewal's send + RENEW_MS, exactly as for the per-lease fleet.
+ */
+async function sessionBoundFleet({ store, leases, prefix, probe }: FleetOptions): Promise<Fleet> {
+  const session = openSession({
+    store,
+    name: `${prefix}/session`,
+    identity: "overload",
+    leaseMs: LEASE_MS,
+    renewMs: RENEW_MS,
+  });
+  session.on("error", () => probe.failed());
+  await startSpread(leases, probe, (i) => session.elector({ name: `${prefix}/${i}` }));
+  return { stop: () => session.close({ release: false }) };
+}
+
+/** Wires each candidate to the probe and starts them spread over max(RENEW_MS, 2 ms × leases). */
+async function startSpread<E extends Elector | BoundElector>(
+  leases: number,
+  probe: Probe,
+  make: (i: number) => E,
+): Promise<E[]> {
+  const electors: E[] = [];
   const started = performance.now();
   const spreadMs = Math.max(RENEW_MS, START_SPREAD_MS_PER_LEASE * leases);
   for (let i = 0; i < leases; i++) {
-    const e = new Elector({ store, name: `${prefix}/${i}`, identity: `p-${i}`, leaseMs: LEASE_MS, renewMs: RENEW_MS });
+    const e = make(i);
     let previous: number | undefined;
     e.on("elected", () => {
       probe.gained();
@@ -108,20 +144,7 @@ async function perLeaseFleet({ store, leases, prefix, probe }: FleetOptions): Pr
     if (ahead > 4) await sleep(ahead);
     e.start();
   }
-  return { stop: () => Promise.all(electors.map((e) => e.stop({ release: false }))).then(() => undefined) };
-}
-
-/**
- * After issue #22 item 3 (another branch is building it as an Elector option `session`, API not
- * final): one session per process renewed with one write per RENEW_MS, every lease bound to it.
- * To plug it in: open the session on `store` with leaseMs LEASE_MS and renewMs RENEW_MS, create the
- * electors as `perLeaseFleet` does with `session` added, and report to the probe: `renewed(due)`
- * once per bound lease held for each session renewal (due = the previous session renewal's send +
- * RENEW_MS: every lease's validity moves with it), `lost()` per lease deposed, `gained()` per lease
- * elected, `failed()` per error event. Then run with BENCH_OVERLOAD_MODES=per-lease,session-bound.
- */
-async function sessionBoundFleet(_options: FleetOptions): Promise<Fleet> {
-  throw new Error("session-bound mode not in this build (issue #22 item 3: Elector option `session`)");
+  return electors;
 }
 
 interface Counts {
