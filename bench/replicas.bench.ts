@@ -14,7 +14,6 @@
  * "after": the store's batch read, 100 leases a request. The watched leases of the background
  * streams are never written (a batch read costs the same for a missing key).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,8 +22,8 @@ import { LeaseholdClient } from "../src/http/client.js";
 import { HttpStore } from "../src/stores/http.js";
 import { createLeaseTable, dynamoClient } from "../test/support/dynamo-server.js";
 import { type Replica, startReplica } from "../test/support/replicas.js";
-import { freePort, stopProcess } from "../test/support/server-process.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
+import { startDynaliteProcess } from "./support/dynalite-process.js";
 import { median, quantile, type Table } from "./table.js";
 
 const LEASES = QUICK ? [1, 100, 1000] : [1, 100, 10_000];
@@ -204,26 +203,4 @@ class Streams {
       for (;;) if ((await reader.read()).done) return;
     })().catch(() => undefined);
   }
-}
-
-/** dynalite in its own process, so 10,000 reads a second do not share the bench's event loop. */
-async function startDynaliteProcess(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const cli = join(import.meta.dirname, "..", "node_modules", "dynalite", "cli.js");
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [cli, "--host", "127.0.0.1", "--port", String(port), "--createTableMs", "0"],
-    { stdio: "ignore" },
-  );
-  const endpoint = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      await fetch(endpoint);
-      break;
-    } catch (error) {
-      if (i > 100) throw error;
-      await sleep(100);
-    }
-  }
-  return { endpoint, stop: () => stopProcess(child) };
 }

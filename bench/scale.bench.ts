@@ -9,7 +9,6 @@
  * Then the HTTP API under load: autocannon on loopback against `serve()` on SQLite in a child
  * process, renewing 100 leases acquired first.
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -21,6 +20,7 @@ import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";
+import { processCpuMs } from "./support/load.js";
 import { startSqliteApi } from "./support/sqlite-api.js";
 import { median, quantile, type Table } from "./table.js";
 
@@ -281,16 +281,5 @@ async function apiLoad(dbPath: string): Promise<Table> {
     };
   } finally {
     api.stop();
-  }
-}
-
-/** utime + stime of a process, in ms, from /proc (Linux); NaN elsewhere. */
-function processCpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    // After "pid (comm) ", utime and stime are fields 12 and 13 (0-based), in clock ticks (100 Hz).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
   }
 }

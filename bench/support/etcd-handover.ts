@@ -9,9 +9,20 @@ import { within } from "./common.js";
 
 /** One handover per election name; resolves the samples (ms from resign() call to elected). */
 export async function etcdHandovers(endpoint: string, count: number, ttlSeconds: number): Promise<number[]> {
+  return (await etcdHandoverHops(endpoint, count, ttlSeconds)).map((s) => s.elected);
+}
+
+/** ms from the resign() call to its answer, and to the follower's elected event. */
+export interface EtcdHandover {
+  acknowledged: number;
+  elected: number;
+}
+
+/** One handover per election name, one after another. */
+export async function etcdHandoverHops(endpoint: string, count: number, ttlSeconds: number): Promise<EtcdHandover[]> {
   const leaderClient = new Etcd3({ hosts: endpoint });
   const followerClient = new Etcd3({ hosts: endpoint });
-  const samples: number[] = [];
+  const samples: EtcdHandover[] = [];
   try {
     for (let i = 0; i < count; i++) {
       const name = `handover-${Date.now().toString(36)}-${i}`;
@@ -23,8 +34,9 @@ export async function etcdHandovers(endpoint: string, count: number, ttlSeconds:
       await new Promise((r) => setTimeout(r, 100 + Math.random() * 100));
       const t0 = performance.now();
       await leader.resign();
+      const acknowledged = performance.now() - t0;
       const at = await within(elected, 10_000);
-      if (at !== undefined) samples.push(at - t0);
+      if (at !== undefined) samples.push({ acknowledged, elected: at - t0 });
       await follower.resign();
     }
   } finally {

@@ -1,0 +1,3 @@
+module leasehold.dev/bench/dynamolock-candidate
+
+go 1.26.0
