@@ -18,11 +18,11 @@
  *   graceful stop = release (holder null), the follower's CAS takes it. Every hop above.
  * - `Elector, in-process MemoryStore`: the same two writes with no network or disk (the floor of
  *   the release + CAS shape). No server hops.
- * - `bound lease, in-process MemoryStore`: two process sessions (`openSession`), the follower
+ * - `bound lease, direct hand-over`: two process sessions (`openSession`), the follower
  *   registered as successor; a graceful stop hands the lease over in one write (holder = the
- *   successor, term + 1) and the successor leads on the push, without a write. The HTTP API does
- *   not allow the successor registration (docs/design.md "Bound leases"), so this path is
- *   in-process only; SqliteStore has no watch, MemoryStore has. Hops: the hand-over write and the push.
+ *   successor, term + 1) and the successor leads on the push, without a write. Over the HTTP API
+ *   (src/api/succession.ts) and in process on MemoryStore (SqliteStore has no watch, MemoryStore
+ *   has). Hops: the hand-over write (and the server's part of it, over the API) and the push.
  * Every variant also gets `stop() called → elected`: the whole graceful stop as a caller sees it
  * (it includes the bound leader's pre-reads of the lease and the successor's session).
  */
@@ -55,6 +55,7 @@ interface Variant {
 const VARIANTS: Variant[] = [
   { label: "Elector (pollMs default), HTTP API → SQLite", kind: "elector", store: "api" },
   { label: "Elector (pollMs default), in-process MemoryStore", kind: "elector", store: "memory" },
+  { label: "bound lease, direct hand-over, HTTP API → SQLite", kind: "bound", store: "api" },
   { label: "bound lease, direct hand-over, in-process MemoryStore", kind: "bound", store: "memory" },
 ];
 
@@ -103,6 +104,9 @@ const HOPS = [
   "release sent → event received (push, no server)",
   "CAS sent → acknowledged (no server)",
   "release sent → elected (total)",
+  "hand-over sent → server write start",
+  "server write (hand-over)",
+  "hand-over written → event received (push)",
   "hand-over write sent → acknowledged",
   "hand-over write sent → event received (push)",
   "event received → elected",
@@ -147,7 +151,7 @@ export async function run(): Promise<Table[]> {
         `(client store wrappers; the server's store wrapper, matched by writeId). In-process MemoryStore: one store ` +
         `in the bench process (no network, no disk), each candidate its own stamping wrapper; bound lease: each ` +
         `candidate its own session (openSession), the follower registered as successor, the leader's stop() hands ` +
-        `over in one write (the API refuses the registration, so no bound row over HTTP). etcd: its own process, two etcd3 ` +
+        `over in one write (over the API: the server's hops stamped as for the Elector). etcd: its own process, two etcd3 ` +
         `clients here, resign() → the waiting campaign's elected event, stamped on the client side. ms. ` +
         `${machineLoad()} at the end.` +
         (anomalies.length > 0 ? ` Anomalies: ${anomalies.join("; ")}.` : ""),
@@ -197,10 +201,15 @@ async function oneHandover(
     const d = (from: bigint | undefined, to: bigint | undefined) =>
       from === undefined || to === undefined ? undefined : Number(to - from) / 1e6;
     const fresh = [...a.store.sent].filter(([id]) => !sentBefore.has(id));
-    const handover = fresh.find(([, s]) => s.holder === "b")?.[1];
-    if (handover) {
+    const handed = fresh.find(([, s]) => s.holder === "b");
+    if (handed) {
+      const [handoverId, handover] = handed;
       const event = b.store.pushed.slice(pushedBefore).find((p) => p.holder === "b");
+      const hServer = server.writes.get(handoverId);
       return new Map<Hop, number | undefined>([
+        ["hand-over sent → server write start", d(handover.at, hServer?.start)],
+        ["server write (hand-over)", d(hServer?.start, hServer?.end)],
+        ["hand-over written → event received (push)", d(hServer?.end, event?.at)],
         ["hand-over write sent → acknowledged", d(handover.at, handover.acked)],
         ["hand-over write sent → event received (push)", d(handover.at, event?.at)],
         ["event received → elected", d(event?.at, elected)],

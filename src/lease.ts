@@ -106,12 +106,24 @@ export const SESSION_KEY = `${RESERVED_METADATA_PREFIX}session`;
 /** A bound lease's registered successor: `<session name>@<term> <holder>` (src/bound/refs.ts). */
 export const NEXT_KEY = `${RESERVED_METADATA_PREFIX}next`;
 
+/**
+ * The instance digest of the process that registered a bound lease's successor through the API
+ * (src/api/succession.ts): the process that owns the lease once the holder hands it over.
+ * Written by the API, beside `proxied.leasehold.next`.
+ */
+export const NEXT_INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}next-instance`;
+
 const NAME_BODY = NAME_PATTERN.source.slice(1, -1);
 const SESSION_REF = `${NAME_BODY}@[1-9][0-9]{0,15}`;
 
 /** The reserved keys a record may carry, what their values look like and how long they may be. */
 const RESERVED_METADATA: Record<string, { shape: RegExp; maxLength: number; expected: string }> = {
   [INSTANCE_DIGEST_KEY]: { shape: /^[A-Za-z0-9_-]{43}$/, maxLength: 43, expected: "a SHA-256 digest in base64url" },
+  [NEXT_INSTANCE_DIGEST_KEY]: {
+    shape: /^[A-Za-z0-9_-]{43}$/,
+    maxLength: 43,
+    expected: "a SHA-256 digest in base64url",
+  },
   [SESSION_KEY]: {
     shape: new RegExp(`^${SESSION_REF}$`),
     maxLength: MAX_NAME_LENGTH + 17,

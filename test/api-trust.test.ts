@@ -266,6 +266,65 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     expect(taken.body).toMatchObject({ holder: "mallory", term: 2 });
   });
 
+  it("a successor registers itself in a held lease, changing nothing else; the holder hands it to that process alone, which owns it from then on", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock });
+    const name = uniqueName("handover");
+    const bob = "bob-instance-00000000000001";
+    const session = { "proxied.leasehold.session": "sessions/a@1", app: "x" };
+    const next = "sessions/b@3 b";
+    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
+      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
+    const created = await call("PUT", path(name), record({ metadata: session }), {
+      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
+    });
+    expect(created.status).toBe(201);
+    await clock.advance(1000);
+    const before = await snapshot();
+    // A registration changes the successor and nothing else: with another change it is refused.
+    for (const write of [
+      record({ metadata: { ...session, app: "y", "proxied.leasehold.next": next } }),
+      record({ metadata: { ...session, "proxied.leasehold.next": next }, leaseMs: 120_000 }),
+      record({ metadata: { ...session, "proxied.leasehold.next": next }, acquiredAt: 5 }),
+      record({ metadata: { ...session, "proxied.leasehold.next": "not a successor" } }),
+    ]) {
+      const r = await put(write, created.body.revision, mallory);
+      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "holder-in-use"]);
+    }
+    expect(await snapshot()).toEqual(before);
+    const registration = await put(
+      record({ metadata: { ...session, "proxied.leasehold.next": next } }),
+      created.body.revision,
+      bob,
+    );
+    expect(registration.status).toBe(200);
+    // It renews nothing (the server's renewedAt stays), shows the successor, never its digest.
+    expect(registration.body).toMatchObject({ holder: "a", term: 1, renewedAt: created.body.renewedAt });
+    expect(registration.body.metadata).toEqual({ ...session, "proxied.leasehold.next": next });
+    const stored = (await snapshot()).find((s) => s.record.name === name)!.record;
+    expect(Object.keys(stored.metadata).filter((k) => k.startsWith("leasehold."))).toEqual([
+      "leasehold.instance",
+      "leasehold.next-instance",
+    ]);
+    const handOver = (holder: string) =>
+      record({ holder, term: 2, metadata: { "proxied.leasehold.session": "sessions/b@3" } });
+    // Only the holder's process hands over, and only to the holder it names: held, it goes nowhere else.
+    const byOther = await put(handOver("b"), registration.body.revision, mallory);
+    expect([byOther.status, kind(byOther)]).toEqual([409, "conflict"]);
+    const toOther = await put(handOver("mallory"), registration.body.revision, writer);
+    expect([toOther.status, kind(toOther)]).toEqual([409, "conflict"]);
+    const handed = await put(handOver("b"), registration.body.revision, writer);
+    expect(handed.status).toBe(200);
+    expect(handed.body).toMatchObject({ holder: "b", term: 2 });
+    // Term 2 is bob's process's now: the releaser cannot end it, bob can.
+    const release = record({ holder: null, term: 2 });
+    const byWriter = await put(release, handed.body.revision, writer);
+    expect([byWriter.status, kind(byWriter)]).toEqual([409, "holder-in-use"]);
+    const byBob = await put(release, handed.body.revision, bob);
+    expect(byBob.status).toBe(200);
+    expect(byBob.body).toMatchObject({ holder: null, term: 2 });
+  });
+
   it("a new lease starts at most at term 2^52, so it can always pass on; a lease at 2^53-1 answers 409 term-exhausted, not 400", async () => {
     const store = new MemoryStore();
     const { call } = harness({ store });

@@ -10,8 +10,9 @@
  * renewed, released or re-acquired only by the instance that took it (the record keeps the
  * digest of its `instance`, src/api/instance.ts); a lease still held is never given to another
  * holder, nor to the same holder name from another process; a term is never continued by a
- * process that did not take it. A record of a sharded group is written only by its group routes
- * (src/api/group-records.ts).
+ * process that did not take it; one exception, a bound lease's hand-over to the successor another
+ * process registered (src/api/succession.ts). A record of a sharded group is written only by its
+ * group routes (src/api/group-records.ts).
  */
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
@@ -25,6 +26,7 @@ import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
+import { succession } from "./succession.js";
 
 const ATTEMPTS = 4;
 
@@ -221,8 +223,13 @@ export class LeaseService {
     const digest = await instanceDigest(instance);
     const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
     const current = await this.get(name);
-    // Admitted only as a renewal (src/api/admission.ts): refused first if it is none.
-    if (caller.renewalsOnly && !this.holdersOwnWrite(current, next, digest, wall)) throw caller.renewalsOnly;
+    // A successor's registration, or the holder's hand-over to it (src/api/succession.ts).
+    const write = succession(current?.record, next, digest);
+    // Admitted only as a renewal (src/api/admission.ts): refused first if it is none. A hand-over
+    // is the holder's release to its successor, admitted as its release would be.
+    if (caller.renewalsOnly && write.kind !== "hand-over" && !this.holdersOwnWrite(current, next, digest, wall)) {
+      throw caller.renewalsOnly;
+    }
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
     await this.views.groups.refusePlainWrite(name, current);
     if (groupShape(name)?.kind === "config" && isGroupConfig(next)) {
@@ -231,15 +238,15 @@ export class LeaseService {
         `"${name}" would become a sharded group's config: a group starts with its first member's heartbeat (POST /v1/groups/{group}/members/{member}/heartbeat)`,
       );
     }
-    enforceTermRules(name, current, next);
+    enforceTermRules(name, current, write.record);
     if (current === null && next.term > MAX_CREATED_TERM) {
       throw new ProblemError("validation", `a new lease starts at most at term ${MAX_CREATED_TERM}`, {
         errors: [{ path: "term", message: `expected at most ${MAX_CREATED_TERM} for a new lease` }],
       });
     }
-    this.enforceHolding(name, current, next, digest, wall);
+    if (write.kind === "other") this.enforceHolding(name, current, next, digest, wall);
     if (current === null) await this.admitCreate(caller);
-    const outcome = await this.write(name, next, current, caller.by);
+    const outcome = await this.write(name, write.record, current, caller.by);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }

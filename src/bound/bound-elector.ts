@@ -29,6 +29,7 @@ import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
 import type { ResolvedTiming } from "../elector/options.js";
+import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
@@ -105,8 +106,7 @@ export class BoundElector {
   private loop: Promise<void> | undefined;
   private wakeLoop: (() => void) | undefined;
   private readonly work = new Set<Promise<unknown>>();
-  private watchAbort: AbortController | undefined;
-  private watchLive = false;
+  private readonly push: PushFollower;
   /** The store refused a candidacy write (the HTTP API lets only a lease's holder process write it). */
   private candidacyRefused = false;
   private handoverCheck: Promise<Checked | undefined> | undefined;
@@ -126,6 +126,17 @@ export class BoundElector {
       name: options.name,
       clock: session.clock,
       callTimeoutMs: session.timing.callTimeoutMs,
+    });
+    this.push = new PushFollower({
+      store: session.store,
+      name: options.name,
+      clock: session.clock,
+      random: session.random,
+      retryMs: this.retryMs,
+      jitter: session.timing.jitter,
+      maxBackoffMs: MAX_PUSH_BACKOFF_MS,
+      onRecord: (stored) => this.pushed(stored),
+      onError: (error) => this.events.emit("error", { error, during: "read" }),
     });
   }
 
@@ -157,7 +168,6 @@ export class BoundElector {
     if (this.loop) return;
     this.phase = "follower";
     this.offSession = this.session.onSession((change) => this.onSession(change));
-    this.startWatch();
     this.loop = this.run();
   }
 
@@ -215,7 +225,7 @@ export class BoundElector {
       if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
       else if (this.o.handover) await this.withdraw();
     } finally {
-      this.watchAbort?.abort(DONE);
+      this.push.close();
       this.offSession?.();
       this.phase = "stopped";
       this.session.detach(this);
@@ -242,6 +252,7 @@ export class BoundElector {
   private becomeLeader(stored: Stored, sessionTerm: number): void {
     const h: Held = { stored, sessionTerm, controller: new AbortController() };
     this.held = h;
+    this.push.close(); // a leader needs no stream (src/elector/push-follower.ts)
     this.lastLedTerm = stored.record.term;
     this.session.claim(this.name, stored.record.term);
     this.phase = "leader";
@@ -392,9 +403,10 @@ export class BoundElector {
     if (plan.kind === "acquire") return this.acquire(o.stored);
     if (plan.kind === "register") return this.register(o.stored!);
     if (plan.kind === "lead") return this.becomeLeader(o.stored!, this.session.validTerm()!);
+    this.push.follow(); // only for a wait: a candidate about to write needs no stream
     const now = this.session.clock.now();
     // With a live push stream a poll only backs it up (once a lease); otherwise every retryMs.
-    const pollAt = now + (this.watchLive ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
+    const pollAt = now + (this.push.live ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
     // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
     await this.wait(Math.max(1, Math.min(pollAt, plan.until) - now));
     if (this.observed === o && this.session.clock.now() >= pollAt) this.needsRead = true;
@@ -584,38 +596,9 @@ export class BoundElector {
     this.wakeLoop?.();
   }
 
-  /** Push, where the store has it: a follower hears of a release or a hand-over at once. */
-  private startWatch(): void {
-    const watch = this.session.store.watch;
-    if (!watch) return;
-    this.watchAbort = new AbortController();
-    const signal = this.watchAbort.signal;
-    void (async () => {
-      while (!signal.aborted) {
-        try {
-          for await (const stored of watch.call(this.session.store, this.name, signal)) {
-            this.watchLive = true;
-            this.pushed(stored);
-          }
-        } catch (error) {
-          if (!signal.aborted) this.events.emit("error", { error, during: "read" });
-        }
-        this.watchLive = false;
-        if (!signal.aborted) await this.session.clock.sleep(this.retryDelay(), signal);
-      }
-    })();
-  }
-
+  /** A record the follower's stream yielded (a leader has no stream open; one late event is ignored). */
   private pushed(stored: Stored | null): void {
-    const h = this.held;
-    if (h) {
-      // A registration changes the revision, nothing else. A later term means L was taken, which
-      // needs our session fenced first: it is over already. (An older record is a late event.)
-      if (stored && this.isMyTenure(h, stored)) h.stored = stored;
-      else if (stored && stored.record.term > h.stored.record.term) this.lose("conflict");
-      return;
-    }
-    if (this.stopping) return;
+    if (this.held || this.stopping) return;
     const before = this.observed;
     this.observe(stored);
     if (this.observed !== before) {

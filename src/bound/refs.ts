@@ -35,8 +35,10 @@ export const sameRef = (a: SessionRef | undefined, b: SessionRef | undefined): b
 export const sessionOf = (record: LeaseRecord): SessionRef | undefined => parseRef(record.metadata[SESSION_KEY]);
 
 /** The successor registered in a bound lease record, if any. */
-export function successorOf(record: LeaseRecord): Successor | undefined {
-  const value = record.metadata[NEXT_KEY];
+export const successorOf = (record: LeaseRecord): Successor | undefined => parseSuccessor(record.metadata[NEXT_KEY]);
+
+/** A `leasehold.next` value (`<session name>@<term> <holder>`), or undefined when it is not one. */
+export function parseSuccessor(value: string | undefined): Successor | undefined {
   if (value === undefined) return undefined;
   const space = value.indexOf(" ");
   const session = parseRef(value.slice(0, space));

@@ -35,6 +35,7 @@ import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../l
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
+import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
 const DONE = "done";
@@ -139,8 +140,8 @@ export class LeaseHolder {
   private ended = false;
   private readonly halt = new AbortController();
   private wakeLoop: (() => void) | undefined;
-  /** True while the store's push stream is delivering: polling then only backs it up. */
-  private watchLive = false;
+  /** The follower's push stream (with `watch`): while it delivers, polling only backs it up. */
+  private readonly push: PushFollower | undefined;
 
   constructor(settings: HolderSettings) {
     this.s = settings;
@@ -153,6 +154,19 @@ export class LeaseHolder {
       clock: settings.clock,
       callTimeoutMs: settings.callTimeoutMs,
     });
+    this.push = settings.watch
+      ? new PushFollower({
+          store: settings.store,
+          name: settings.name,
+          clock: settings.clock,
+          random: settings.random,
+          retryMs: settings.retryMs,
+          jitter: settings.jitter,
+          maxBackoffMs: MAX_PUSH_BACKOFF_MS,
+          onRecord: (stored) => this.pushed(stored),
+          onError: (error) => this.events.emit("error", { error, during: "read" }),
+        })
+      : undefined;
   }
 
   on<K extends keyof HolderEvents>(type: K, listener: Listener<HolderEvents[K]>): () => void {
@@ -204,7 +218,6 @@ export class LeaseHolder {
 
   start(): void {
     if (this.loop) return;
-    if (this.s.watch) this.startWatch();
     this.loop = this.run();
   }
 
@@ -224,6 +237,7 @@ export class LeaseHolder {
       this.stopRequested = true;
       this.campaigning = false;
       this.halt.abort(DONE);
+      this.push?.close();
       this.wake();
     }
     return this.loop ?? Promise.resolve();
@@ -345,6 +359,7 @@ export class LeaseHolder {
 
   private async followStep(): Promise<void> {
     if (!this.campaigning) {
+      this.push?.close();
       await this.wait(Number.POSITIVE_INFINITY);
       return;
     }
@@ -370,9 +385,10 @@ export class LeaseHolder {
     const at = Math.max(this.takeoverAt(known), this.campaignNotBefore);
     const now = this.s.clock.now();
     if (now < at) {
+      this.push?.follow(); // only for a wait: a candidate about to write needs no stream
       // With a live push stream a poll is only a safety net (a stream can stall silently), once
       // per lease period: followers then cost no reads in steady state.
-      const pollIn = this.watchLive ? Math.max(this.pollDelay(), this.s.leaseMs) : this.pollDelay();
+      const pollIn = this.push?.live ? Math.max(this.pollDelay(), this.s.leaseMs) : this.pollDelay();
       await this.wait(Math.min(at - now, pollIn));
       if (this.stopRequested || this.held || !this.campaigning) return;
       // Woken by the watch, or the poll came first: read again. At `at`: straight to the CAS.
@@ -454,6 +470,7 @@ export class LeaseHolder {
       watchdog: new AbortController(),
     };
     this.held = h;
+    this.push?.close(); // a holder needs no stream (./push-follower.ts)
     this.lastTerm = r.term;
     if (!sameMetadata(r.metadata, this.metadata)) this.dirty = true;
     this.adopt(h, stored, sentAt);
@@ -518,31 +535,15 @@ export class LeaseHolder {
     this.wakeLoop?.();
   }
 
-  /** With a store that pushes changes, a follower learns of a release the moment it is written. */
-  private startWatch(): void {
-    const watch = this.s.store.watch;
-    if (!watch) return;
-    const signal = this.halt.signal;
-    void (async () => {
-      while (!signal.aborted) {
-        try {
-          for await (const stored of watch.call(this.s.store, this.s.name, signal)) {
-            this.watchLive = true;
-            if (this.held || !this.campaigning) continue;
-            const before = this.known;
-            this.observe(stored);
-            if (this.known !== before) {
-              this.needsRead = false;
-              this.wake();
-            }
-          }
-        } catch (error) {
-          if (!signal.aborted) this.events.emit("error", { error, during: "read" });
-        }
-        this.watchLive = false;
-        if (!signal.aborted) await this.s.clock.sleep(this.retryDelay(), signal);
-      }
-    })();
+  /** A record the follower's stream yielded: a release is known the moment it is written. */
+  private pushed(stored: Stored | null): void {
+    if (this.held || !this.campaigning) return;
+    const before = this.known;
+    this.observe(stored);
+    if (this.known !== before) {
+      this.needsRead = false;
+      this.wake();
+    }
   }
 }
 

@@ -11,7 +11,8 @@
  * still held (by its own clock, with its skew bound) to anyone else. Such a refusal is a
  * `LeaseStillHeldError`, certainly not applied and not a conflict: an elector waits `retryMs`
  * and tries again, rather than at once (a takeover can so come up to one retry after the server's
- * expiry, docs/design.md §5). Runtime-neutral (fetch only).
+ * expiry, docs/design.md §5). Reserved metadata travels as `proxied.leasehold.*` (src/http/proxied.ts).
+ * Runtime-neutral (fetch only).
  */
 
 import {
@@ -23,10 +24,10 @@ import {
 } from "../errors.js";
 import { isLeaseholdApiError } from "../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../http/client.js";
+import { escapeReserved, unescapeReserved } from "../http/proxied.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
   type CallOptions,
-  isReservedKey,
   type LeaseRecord,
   type LeaseStore,
   type ListOptions,
@@ -38,27 +39,6 @@ import {
 } from "../lease.js";
 
 export type HttpStoreOptions = ClientOptions;
-
-/**
- * Reserved metadata (`leasehold.*`) a record written through this store carries, such as the
- * instance digest of an API that keeps its leases here (an API in front of an API), travels as
- * `proxied.leasehold.*`: the API behind keeps its own reserved keys, refuses callers' and shows
- * none, so each layer's proof stays its own.
- */
-const PROXIED = "proxied.";
-
-function escapeReserved(metadata: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(metadata).map(([k, v]) => [isReservedKey(k) ? `${PROXIED}${k}` : k, v]));
-}
-
-function unescapeReserved(metadata: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(metadata).map(([k, v]) => [
-      k.startsWith(PROXIED) && isReservedKey(k.slice(PROXIED.length)) ? k.slice(PROXIED.length) : k,
-      v,
-    ]),
-  );
-}
 
 export function fromView(view: LeaseView): Stored {
   const { expiresAt: _expiresAt, revision, metadata, ...record } = view;

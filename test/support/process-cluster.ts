@@ -41,13 +41,14 @@ const shardWorker = join(repo, "test", "support", "shard-worker.ts");
 export async function startServeProcess(
   db: string,
   maxSkewMs: number,
+  env: Record<string, string> = {},
 ): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
   const server = spawn(
     process.execPath,
     [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", `sqlite:${db}`, "--json"],
     {
       cwd: repo,
-      env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(maxSkewMs) },
+      env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(maxSkewMs), ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
