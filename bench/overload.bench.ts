@@ -327,7 +327,7 @@ function overloadTable(results: Result[]): Table {
       `renewal's send + renewMs), as a share of the renewals due (leases × window / renewMs). Terms lost: deposed ` +
       `under the hog and after it. Loop delay: this process's event loop (monitorEventLoopDelay, ms). Recovery: from ` +
       `the hog's end until ${HEALTHY_RUN} seconds in a row with 99 % of renewals on time and none lost. sqlite: ` +
-      `SqliteStore in this process; api: \`leasehold serve\` on SQLite in its own process, one HttpStore here ` +
+      `SqliteStore in this process; api: \`leasehold serve\` on SQLite in its own process (its creation quotas raised past the fleet), one HttpStore here ` +
       `(server CPU: 100 % = one core). ${machineLoad()} at the end.` +
       (problems.length > 0 ? ` Anomalies: ${problems.join("; ")}.` : ""),
     columns: [

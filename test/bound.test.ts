@@ -1,17 +1,39 @@
-/** Leases bound to a process session: the contract on memory and SQLite, the costs, and the options. */
+/** Leases bound to a process session: the contract on memory and SQLite (and on a store refusing candidacy), the costs, and the options. */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
-import { isLeaseValidationError } from "../src/errors.js";
+import { isLeaseValidationError, LeaseStillHeldError } from "../src/errors.js";
+import { type CallOptions, type LeaseRecord, NEXT_KEY, type Revision, type Stored } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 
 describeBoundContract("memory", async () => ({ store: new MemoryStore() }));
+
+/**
+ * A store that, like an API before hand-overs, lets only a held lease's holder write it: a
+ * registration (holder and term kept, the successor changed) is refused as still held.
+ */
+class RefusesCandidacy extends StoreWrapper {
+  override async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    const current = expected === null ? null : await this.inner.get(next.name);
+    const r = current?.record;
+    if (r && r.holder === next.holder && r.term === next.term && r.metadata[NEXT_KEY] !== next.metadata[NEXT_KEY]) {
+      throw new LeaseStillHeldError(next.name, `"${next.name}" is held by another process`, undefined);
+    }
+    return super.put(next, expected, options);
+  }
+}
+describeBoundContract(
+  "memory, candidacy refused",
+  async () => ({ store: new RefusesCandidacy(new MemoryStore()) }),
+  { refusesCandidacy: "the store lets only the holder write a held lease, as an API before hand-overs" },
+);
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-bound-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

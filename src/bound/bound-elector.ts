@@ -511,9 +511,10 @@ export class BoundElector {
     const outcome = await this.writer.write(next, current.revision);
     if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
     if (outcome.kind === "lost") return this.observe(outcome.current);
-    if (isLeaseStillHeldError(outcome.error) || !outcome.ambiguous) {
-      // The store lets only the holder's process write a held lease: no hand-over here, the
-      // follower takes the lease by compare-and-swap after a release, as an Elector does.
+    if (isLeaseStillHeldError(outcome.error)) {
+      // The store lets only the holder's process write a held lease (an API before hand-overs):
+      // no hand-over here, the follower takes the lease by compare-and-swap after a release, as
+      // an Elector does. Any other failure (a busy server's 503) is tried again later.
       this.candidacyRefused = true;
       return;
     }
