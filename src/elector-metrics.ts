@@ -6,12 +6,16 @@
  * serve it however your process exposes metrics.
  */
 import { type Clock, systemClock } from "./clock.js";
+import type { Lane } from "./elector/lane.js";
 import { renderLaneMetrics } from "./elector/lane-metrics.js";
 import { isMeasuredLane, type MeasuredLane } from "./elector/load-lane.js";
 import type { Elector } from "./elector.js";
 
+/** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
+export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
+
 interface Series {
-  elector: Elector;
+  elector: TrackedElector;
   transitions: number;
   renewals: number;
   renewFailures: number;
@@ -20,7 +24,7 @@ interface Series {
   lastSuccessAt: number | undefined;
 }
 
-function labels(e: Elector, extra = ""): string {
+function labels(e: TrackedElector, extra = ""): string {
   const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
   return `{lease="${esc(e.name)}",identity="${esc(e.identity)}"${extra}}`;
 }
@@ -31,7 +35,7 @@ export class ElectorMetrics {
   constructor(private readonly clock: Clock = systemClock) {}
 
   /** Starts counting `elector`'s events; returns the function that stops. */
-  track(elector: Elector): () => void {
+  track(elector: TrackedElector): () => void {
     const s: Series = {
       elector,
       transitions: 0,
@@ -120,7 +124,7 @@ export class ElectorMetrics {
     );
     // The lanes the tracked electors ask (usually the one process lane): renewals first, shown.
     const lanes = new Set<MeasuredLane>();
-    for (const s of all) if (isMeasuredLane(s.elector.lane)) lanes.add(s.elector.lane);
+    for (const s of all) if (s.elector.lane && isMeasuredLane(s.elector.lane)) lanes.add(s.elector.lane);
     lines.push(...renderLaneMetrics([...lanes].map((l) => l.stats())));
     return `${lines.join("\n")}\n`;
   }

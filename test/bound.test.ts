@@ -29,11 +29,9 @@ class RefusesCandidacy extends StoreWrapper {
     return super.put(next, expected, options);
   }
 }
-describeBoundContract(
-  "memory, candidacy refused",
-  async () => ({ store: new RefusesCandidacy(new MemoryStore()) }),
-  { refusesCandidacy: "the store lets only the holder write a held lease, as an API before hand-overs" },
-);
+describeBoundContract("memory, candidacy refused", async () => ({ store: new RefusesCandidacy(new MemoryStore()) }), {
+  refusesCandidacy: "the store lets only the holder write a held lease, as an API before hand-overs",
+});
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-bound-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

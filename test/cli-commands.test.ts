@@ -96,6 +96,12 @@ describe.concurrent("usage errors: one line on stderr, exit 2", () => {
     expect(result.stderr).toContain("invalid run options: --renew-ms: expected less than leaseMs - safetyMs");
   });
 
+  it("a follower poll of 0 ms is named by its flag, --poll-ms", async () => {
+    const result = await quick.run(["run", "--lease", "a", "--store", url, "--poll-ms", "0", "--", "true"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("invalid run options: --poll-ms: expected more than 0 ms");
+  });
+
   it("a renewal faster than the store can take is named by its flag (GCS: one write per second)", async () => {
     const gcs = `gcs://cli-rate-${Date.now().toString(36)}/leases/?endpoint=${process.env.GCS_ENDPOINT}&project=p`;
     const result = await quick.run([

@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { ElectorMetrics } from "../src/elector-metrics.js";
@@ -38,4 +39,33 @@ it("reports leader gauge, transitions, renewals, renew failures and time since t
   expect(metrics.render()).toContain('leasehold_elector_is_leader{lease="jobs/m",identity="a"} 0');
   untrack();
   expect(metrics.render()).not.toContain("jobs/m");
+});
+
+it("tracks a lease bound to a process session the same way: the session's renewals are the lease's", async () => {
+  const clock = new ManualClock();
+  const metrics = new ElectorMetrics(clock);
+  const session = openSession({
+    store: new MemoryStore(),
+    name: "sessions/a",
+    identity: "a",
+    leaseMs: 1000,
+    renewMs: 300,
+    retryMs: 100,
+    safetyMs: 100,
+    jitter: 0,
+    clock,
+  });
+  const elector = session.elector({ name: "jobs/bound" });
+  metrics.track(elector);
+  elector.start();
+  await clock.advance(0);
+  await clock.advance(0);
+  await clock.advance(650); // two session renewals
+  const text = metrics.render();
+  expect(text).toContain('leasehold_elector_is_leader{lease="jobs/bound",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_term{lease="jobs/bound",identity="a"} 1');
+  expect(text).toContain('leasehold_elector_renewals_total{lease="jobs/bound",identity="a"} 2');
+  expect(text).toContain('leasehold_elector_seconds_since_last_renewal{lease="jobs/bound",identity="a"} 0.050');
+  await session.close();
+  expect(metrics.render()).toContain('leasehold_elector_is_leader{lease="jobs/bound",identity="a"} 0');
 });

@@ -87,7 +87,8 @@ export function buildProgram(
     .option("--identity <id>", "this candidate's identity (default: HOSTNAME-PID)")
     .option("--lease-ms <ms>", "lease duration (default 15000)", ms)
     .option("--renew-ms <ms>", "renewal interval (default lease-ms / 3)", ms)
-    .option("--retry-ms <ms>", "follower poll / retry interval (default lease-ms / 7.5)", ms)
+    .option("--retry-ms <ms>", "back-off after a failed store call (default lease-ms / 7.5)", ms)
+    .option("--poll-ms <ms>", "how often a waiting candidate reads the lease to hear of a release (default 1000)", ms)
     .option("--grace-ms <ms>", "SIGTERM-to-SIGKILL delay when the command must stop (default lease-ms)", ms)
     .option("--once", "run the command once per term: after it exits 0, hold the lease without rerunning", false)
     .argument("<command...>", "the command and its arguments (after --)")
@@ -114,6 +115,7 @@ Examples:
             ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
             ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs }),
             ...(opts.retryMs === undefined ? {} : { retryMs: opts.retryMs }),
+            ...(opts.pollMs === undefined ? {} : { pollMs: opts.pollMs }),
             ...(opts.graceMs === undefined ? {} : { graceMs: opts.graceMs }),
           },
           io,

@@ -43,6 +43,7 @@ export interface RunOptions {
   leaseMs?: number;
   renewMs?: number;
   retryMs?: number;
+  pollMs?: number;
   graceMs?: number;
   once: boolean;
   command: string[];
@@ -57,6 +58,7 @@ const FLAG_OF: Record<string, string> = {
   leaseMs: "--lease-ms",
   renewMs: "--renew-ms",
   retryMs: "--retry-ms",
+  pollMs: "--poll-ms",
   graceMs: "--grace-ms",
 };
 
@@ -70,6 +72,7 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
     ...(o.renewMs === undefined ? {} : { renewMs: o.renewMs }),
     ...(o.retryMs === undefined ? {} : { retryMs: o.retryMs }),
+    ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
     ...(o.graceMs === undefined ? {} : { graceMs: o.graceMs }),
   };
   try {
