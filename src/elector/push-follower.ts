@@ -56,6 +56,7 @@ export class PushFollower {
     while (!signal.aborted) {
       try {
         for await (const stored of store.watch!.call(store, name, signal)) {
+          if (signal.aborted) return; // closed: a newer stream may be open, and its state is its own
           failures = 0;
           this.live = true;
           this.o.onRecord(stored);
@@ -63,8 +64,8 @@ export class PushFollower {
       } catch (error) {
         if (!signal.aborted) this.o.onError(error);
       }
-      this.live = false;
       if (signal.aborted) return;
+      this.live = false;
       failures++;
       const backoff = Math.min(this.o.maxBackoffMs, this.o.retryMs * 2 ** Math.min(failures - 1, 16));
       await clock.sleep(backoff * (1 + this.o.jitter * this.o.random()), signal);
