@@ -34,9 +34,20 @@ export class TrackedStore extends StoreWrapper {
     );
   }
 
+  /** Each page the listing waits for counts as in flight (a store may list by several calls). */
   protected override listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
     this.counts.list++;
-    return super.listOf(prefix, options);
+    const inner = super.listOf(prefix, options);
+    return {
+      [Symbol.asyncIterator]: () => {
+        const it = inner[Symbol.asyncIterator]();
+        return {
+          next: () => this.track(it.next()),
+          return: (value?: unknown) =>
+            it.return ? this.track(it.return(value)) : Promise.resolve({ done: true as const, value: undefined }),
+        };
+      },
+    };
   }
 
   protected override getManyOf(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {

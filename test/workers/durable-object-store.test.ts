@@ -9,12 +9,14 @@ import { describe, expect, it } from "vitest";
 import type { Stored } from "../../src/lease.js";
 import { DurableObjectStore, INDEX_OBJECT } from "../../src/stores/durable-object.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
+import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
 
 const create = async () => ({ store: new DurableObjectStore({ namespace: env.LEASES }) });
 
 describeStoreContract("durable objects (workerd)", { create, conflictCarriesCurrent: true });
 describeElectorContract("durable objects (workerd)", create);
+describeShardedContract("durable objects (workerd)", create);
 
 describe("durable object store", () => {
   it("issues counter revisions 1, 2, 3 for one lease", async () => {
