@@ -325,6 +325,32 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     expect(byBob.body).toMatchObject({ holder: null, term: 2 });
   });
 
+  it("a lease bound to a process session is never taken by the plain acquire, however old its stamps; released, it is", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock });
+    const name = uniqueName("bound");
+    const created = await call(
+      "PUT",
+      path(name),
+      record({ leaseMs: 1000, metadata: { "proxied.leasehold.session": "sessions/a@1" } }),
+      { headers: { "If-None-Match": "*", "Leasehold-Instance": writer } },
+    );
+    expect(created.status).toBe(201);
+    await clock.advance(10_000); // its session renews its own record, not this one
+    const before = await snapshot();
+    const taken = await call("POST", path(name, "/acquire"), { holder: "p", instance: mallory, leaseMs: 1000 });
+    expect([taken.status, kind(taken)]).toEqual([409, "conflict"]);
+    expect(taken.body.detail).toContain("bound to a process session");
+    expect(await snapshot()).toEqual(before);
+    const released = await call("PUT", path(name), record({ holder: null, leaseMs: 1000 }), {
+      headers: { "If-Match": `"${created.body.revision}"`, "Leasehold-Instance": writer },
+    });
+    expect(released.status).toBe(200);
+    const acquired = await call("POST", path(name, "/acquire"), { holder: "p", instance: mallory, leaseMs: 1000 });
+    expect(acquired.status).toBe(200);
+    expect(acquired.body).toMatchObject({ leader: true, lease: { holder: "p", term: 2 } });
+  });
+
   it("a new lease starts at most at term 2^52, so it can always pass on; a lease at 2^53-1 answers 409 term-exhausted, not 400", async () => {
     const store = new MemoryStore();
     const { call } = harness({ store });

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
+import { Elector } from "../src/elector.js";
 import { isLeaseValidationError, LeaseStillHeldError } from "../src/errors.js";
 import { type CallOptions, type LeaseRecord, NEXT_KEY, type Revision, type Stored } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
@@ -84,5 +85,38 @@ describe("bound leases: options", () => {
     expect(refused(() => session.elector({ name: "x" }))).toMatch(/one elector per lease/);
     await session.close();
     expect(refused(() => session.elector({ name: "y" }))).toMatch(/closed/);
+  });
+});
+
+describe("bound leases: one mode per lease name", () => {
+  it("a plain Elector never takes over a bound lease from a live session, and says why; it takes it once released", async () => {
+    const clock = new ManualClock();
+    const tracked = new TrackedStore(new MemoryStore());
+    clock.idle = () => tracked.settle();
+    const session = openSession({ store: tracked, name: "sessions/b", identity: "b", leaseMs: 1000, jitter: 0, clock });
+    const bound = session.elector({ name: "jobs/mixed" });
+    bound.start();
+    await clock.advance(0);
+    await clock.advance(0);
+    expect(bound.current.isLeader).toBe(true);
+    const plain = new Elector({ store: tracked, name: "jobs/mixed", identity: "p", leaseMs: 1000, jitter: 0, clock });
+    const errors: string[] = [];
+    plain.on("error", ({ error }) => errors.push((error as Error).message));
+    const elected: number[] = [];
+    plain.on("elected", ({ term }) => elected.push(term));
+    plain.start();
+    // The bound record is not rewritten while its session renews: by observed time it would look
+    // expired after one lease. Five leases later, still one leader.
+    await clock.advance(5000);
+    expect(bound.current.isLeader).toBe(true);
+    expect(plain.current.isLeader).toBe(false);
+    expect(elected).toEqual([]);
+    expect(errors).toEqual([
+      'lease "jobs/mixed" is bound to the process session sessions/b@1 (a session.elector\'s): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease',
+    ]);
+    await session.close();
+    await clock.advance(1000);
+    expect(elected).toEqual([2]);
+    await plain.stop();
   });
 });

@@ -26,7 +26,7 @@ import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
-import { succession } from "./succession.js";
+import { isBoundAndHeld, succession } from "./succession.js";
 
 const ATTEMPTS = 4;
 
@@ -163,6 +163,13 @@ export class LeaseService {
       if (caller.renewalsOnly) throw caller.renewalsOnly;
       // Held by someone else: 409 with Retry-After, when the server expects it free (as the raw PUT).
       if (r && !this.isFree(r, wall)) throw heldBy(name, current!, this.views.freeInMs(current!.record, wall));
+      if (r && isBoundAndHeld(r)) {
+        throw new ProblemError(
+          "conflict",
+          `lease "${name}" is bound to a process session (a session.elector's): the plain routes cannot tell whether that session lives, so they take the lease only once it is released; use one mode for every candidate of a lease`,
+          { lease: toView(current!), leader: false },
+        );
+      }
       return {
         name,
         holder: req.holder,

@@ -17,11 +17,20 @@
  */
 import { parseSuccessor } from "../bound/refs.js";
 import { proxiedKey } from "../http/proxied.js";
-import { callerMetadata, type LeaseRecord, NEXT_INSTANCE_DIGEST_KEY, NEXT_KEY } from "../lease.js";
+import { callerMetadata, type LeaseRecord, NEXT_INSTANCE_DIGEST_KEY, NEXT_KEY, SESSION_KEY } from "../lease.js";
 import { digestOf, withDigest } from "./instance.js";
 
 /** The successor key as the API stores it (the HTTP store escapes the library's reserved keys). */
 const NEXT = proxiedKey(NEXT_KEY);
+
+/**
+ * A held lease bound to a process session (written through the HTTP store by a
+ * `session.elector`): valid while that session is, and not rewritten by its renewals, so the
+ * plain routes, which judge a record by its own stamps, never take it over (only its release
+ * frees it for them). Bound candidates take it over by the raw PUT, after fencing the session.
+ */
+export const isBoundAndHeld = (record: LeaseRecord): boolean =>
+  record.holder !== null && record.metadata[proxiedKey(SESSION_KEY)] !== undefined;
 
 /** What a raw write is to the successor rules, and the record to write for it. */
 export interface Succession {

@@ -30,8 +30,8 @@
  * Runtime-neutral: no Node-only API.
  */
 import type { Clock } from "../clock.js";
-import { isLeaseStillHeldError } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, SESSION_KEY, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
@@ -140,6 +140,8 @@ export class LeaseHolder {
   private ended = false;
   private readonly halt = new AbortController();
   private wakeLoop: (() => void) | undefined;
+  /** The revision of a bound lease this core last said it will not take (said once per revision). */
+  private refusedBound: string | undefined;
   /** The follower's push stream (with `watch`): while it delivers, polling only backs it up. */
   private readonly push: PushFollower | undefined;
 
@@ -409,6 +411,21 @@ export class LeaseHolder {
     const stored = known.stored;
     const r = stored?.record;
     if (!stored || !r || r.holder === null || stored.revision === this.ownRevision) return known.at;
+    const session = r.metadata[SESSION_KEY];
+    if (session !== undefined) {
+      // A lease bound to a process session (src/bound/) is valid while that session is, and its
+      // record is not rewritten by the session's renewals: by observed time it would be taken
+      // from a live holder. Only its release frees it here.
+      if (this.refusedBound !== stored.revision) {
+        this.refusedBound = stored.revision;
+        const error = new LeaseStoreError(
+          `lease "${r.name}" is bound to the process session ${session} (a session.elector's): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease`,
+          { ambiguous: false },
+        );
+        this.events.emit("error", { error, during: "acquire" });
+      }
+      return Number.POSITIVE_INFINITY;
+    }
     if (r.renewedAt + r.leaseMs + this.s.maxSkewMs < this.s.clock.wallNow()) return known.at;
     return known.at + r.leaseMs;
   }
