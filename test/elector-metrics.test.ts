@@ -6,6 +6,9 @@ import { ElectorMetrics } from "../src/elector-metrics.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 
+/** Renewals every 300 ms of a 1 s lease, no jitter: the same timing for both kinds. */
+const TIMING = { leaseMs: 1000, renewMs: 300, retryMs: 100, safetyMs: 100, jitter: 0 };
+
 it("reports leader gauge, transitions, renewals, renew failures and time since the last renewal", async () => {
   const clock = new ManualClock();
   const store = new FaultyStore(new MemoryStore(), clock);
@@ -14,11 +17,7 @@ it("reports leader gauge, transitions, renewals, renew failures and time since t
     store,
     name: "jobs/m",
     identity: "a",
-    leaseMs: 1000,
-    renewMs: 300,
-    retryMs: 100,
-    safetyMs: 100,
-    jitter: 0,
+    ...TIMING,
     clock,
   });
   const untrack = metrics.track(elector);
@@ -48,11 +47,7 @@ it("tracks a lease bound to a process session the same way: the session's renewa
     store: new MemoryStore(),
     name: "sessions/a",
     identity: "a",
-    leaseMs: 1000,
-    renewMs: 300,
-    retryMs: 100,
-    safetyMs: 100,
-    jitter: 0,
+    ...TIMING,
     clock,
   });
   const elector = session.elector({ name: "jobs/bound" });
