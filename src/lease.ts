@@ -108,7 +108,7 @@ export const NEXT_KEY = `${RESERVED_METADATA_PREFIX}next`;
 
 /**
  * The instance digest of the process that registered a bound lease's successor through the API
- * (src/api/succession.ts): the process that owns the lease once the holder hands it over.
+ * (src/api/bound-leases.ts): the process that owns the lease once the holder hands it over.
  * Written by the API, beside `proxied.leasehold.next`.
  */
 export const NEXT_INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}next-instance`;

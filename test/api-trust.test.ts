@@ -271,8 +271,19 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     const { call, snapshot } = harness({ clock });
     const name = uniqueName("handover");
     const bob = "bob-instance-00000000000001";
-    const session = { "proxied.leasehold.session": "sessions/a@1", app: "x" };
-    const next = "sessions/b@3 b";
+    // Both process sessions live (a bound lease is held while its session is).
+    const [sessionA, sessionB] = [uniqueName("sessions/a"), uniqueName("sessions/b")];
+    for (const [n, holder, term, instance] of [
+      [sessionA, "a", 1, writer],
+      [sessionB, "b", 3, bob],
+    ] as const) {
+      const made = await call("PUT", path(n), record({ holder, term }), {
+        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
+      });
+      expect(made.status).toBe(201);
+    }
+    const session = { "proxied.leasehold.session": `${sessionA}@1`, app: "x" };
+    const next = `${sessionB}@3 b`;
     const put = (body: Record<string, unknown>, revision: string, instance: string) =>
       call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
     const created = await call("PUT", path(name), record({ metadata: session }), {
@@ -307,7 +318,7 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
       "leasehold.next-instance",
     ]);
     const handOver = (holder: string) =>
-      record({ holder, term: 2, metadata: { "proxied.leasehold.session": "sessions/b@3" } });
+      record({ holder, term: 2, metadata: { "proxied.leasehold.session": `${sessionB}@3` } });
     // Only the holder's process hands over, and only to the holder it names: held, it goes nowhere else.
     const byOther = await put(handOver("b"), registration.body.revision, mallory);
     expect([byOther.status, kind(byOther)]).toEqual([409, "conflict"]);
@@ -325,27 +336,54 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     expect(byBob.body).toMatchObject({ holder: null, term: 2 });
   });
 
-  it("a lease bound to a process session is never taken by the plain acquire, however old its stamps; released, it is", async () => {
+  it("a lease bound to a process session is held while that session lives: GET, watch and the plain acquire say so past its own stamps, and it is free once the session ends", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
-    const { call, snapshot } = harness({ clock });
+    const { api, call, snapshot } = harness({ clock });
+    const client = new LeaseholdClient({ baseUrl: api.url, fetch: api.fetch, token: TOKENS.admin, retries: 0 });
+    const sessionName = uniqueName("sessions/a");
     const name = uniqueName("bound");
-    const created = await call(
-      "PUT",
-      path(name),
-      record({ leaseMs: 1000, metadata: { "proxied.leasehold.session": "sessions/a@1" } }),
-      { headers: { "If-None-Match": "*", "Leasehold-Instance": writer } },
+    const put = (n: string, body: Record<string, unknown>, revision: string | null) =>
+      call("PUT", path(n), body, {
+        headers: {
+          ...(revision === null ? { "If-None-Match": "*" } : { "If-Match": `"${revision}"` }),
+          "Leasehold-Instance": writer,
+        },
+      });
+    let session = await put(sessionName, record({ leaseMs: 1000 }), null);
+    expect(session.status).toBe(201);
+    const bound = await put(
+      name,
+      record({ leaseMs: 1000, metadata: { "proxied.leasehold.session": `${sessionName}@1` } }),
+      null,
     );
-    expect(created.status).toBe(201);
-    await clock.advance(10_000); // its session renews its own record, not this one
+    expect(bound.status).toBe(201);
+    // Well past the lease's own renewedAt + leaseMs, with the session renewed all along.
+    for (let i = 0; i < 10; i++) {
+      await clock.advance(500);
+      session = await put(sessionName, record({ leaseMs: 1000 }), session.body.revision);
+      expect(session.status).toBe(200);
+    }
+    const view = await call("GET", path(name));
+    expect(view.body.expiresAt).toBe(session.body.renewedAt + 1000);
     const before = await snapshot();
     const taken = await call("POST", path(name, "/acquire"), { holder: "p", instance: mallory, leaseMs: 1000 });
     expect([taken.status, kind(taken)]).toEqual([409, "conflict"]);
-    expect(taken.body.detail).toContain("bound to a process session");
+    expect(taken.body.freeInMs).toBe(1000 + 500 + 1); // the session's expiry, the skew bound, + 1 ms
     expect(await snapshot()).toEqual(before);
-    const released = await call("PUT", path(name), record({ holder: null, leaseMs: 1000 }), {
-      headers: { "If-Match": `"${created.body.revision}"`, "Leasehold-Instance": writer },
-    });
-    expect(released.status).toBe(200);
+
+    const stop = new AbortController();
+    const events: Array<{ holder: string | null | undefined; free: boolean }> = [];
+    const watching = (async () => {
+      for await (const e of client.watch(name, stop.signal)) events.push({ holder: e.lease?.holder, free: e.free });
+    })().catch(() => undefined);
+    await until(() => events.length >= 1);
+    expect(events).toEqual([{ holder: "a", free: false }]);
+    // The session ends (released): the lease with it, though its own record did not change.
+    await put(sessionName, record({ holder: null, leaseMs: 1000 }), session.body.revision);
+    await until(() => events.length >= 2);
+    expect(events[1]).toEqual({ holder: "a", free: true });
+    stop.abort();
+    await watching;
     const acquired = await call("POST", path(name, "/acquire"), { holder: "p", instance: mallory, leaseMs: 1000 });
     expect(acquired.status).toBe(200);
     expect(acquired.body).toMatchObject({ leader: true, lease: { holder: "p", term: 2 } });

@@ -356,6 +356,48 @@ describe("the console's streams", () => {
     });
   });
 
+  it("a bound lease is held while its process session lives, as GET says: in the prefix stream, and free once the session runs out", async () => {
+    const s = server();
+    expect((await s.acquire("procs/sessions/a", "a")).status).toBe(200);
+    // A lease bound to that session (as the HTTP store writes it for a session.elector): never renewed itself.
+    await s.memory.put(
+      {
+        name: "procs/jobs/l",
+        holder: "a",
+        term: 1,
+        leaseMs: 1000,
+        acquiredAt: WALL,
+        renewedAt: WALL,
+        metadata: { "proxied.leasehold.session": "procs/sessions/a@1" },
+        writeId: newWriteId(),
+      },
+      null,
+    );
+    for (let i = 0; i < 3; i++) {
+      await s.clock.advance(600);
+      expect((await s.call("POST", s.lease("procs/sessions/a", "/renew"), s.proof("a", 1))).status).toBe(200);
+    }
+    const renewedAt = WALL + 1800;
+    const bound = (await s.call("GET", s.lease("procs/jobs/l"), undefined, TOKENS.reader)).body;
+    expect(bound).toMatchObject({ holder: "a", expiresAt: renewedAt + 1000 });
+    // The whole prefix (the session in it) and the jobs alone (the session read from the store): the same answer.
+    const whole = await open(s.app, "/v1/watch?prefix=procs/");
+    const jobs = await open(s.app, "/v1/watch?prefix=procs/jobs/");
+    for (const stream of [whole, jobs]) {
+      const snapshot = (await stream.next()).json;
+      const sent = snapshot.leases.find((e: { lease: { name: string } }) => e.lease.name === "procs/jobs/l");
+      expect(sent).toEqual({ free: false, lease: bound });
+    }
+    // The session stops renewing: once it runs out, the next listing says the bound lease is free.
+    await s.clock.advance(1101);
+    for (const stream of [whole, jobs]) {
+      let event = await stream.next();
+      while (event.json.lease?.name !== "procs/jobs/l" || !event.json.free) event = await stream.next();
+      expect(event.json.lease).toMatchObject({ holder: "a", expiresAt: renewedAt + 1000 });
+      stream.close();
+    }
+  });
+
   it("count towards the watch streams' bounds with lease watches, and are refused over them exactly as watch is", async () => {
     const s = server({ limits: { watchStreamsPerToken: 3, watchStreams: 5 } });
     const mine = [

@@ -11,7 +11,7 @@
  * digest of its `instance`, src/api/instance.ts); a lease still held is never given to another
  * holder, nor to the same holder name from another process; a term is never continued by a
  * process that did not take it; one exception, a bound lease's hand-over to the successor another
- * process registered (src/api/succession.ts). A record of a sharded group is written only by its
+ * process registered (src/api/bound-leases.ts). A record of a sharded group is written only by its
  * group routes (src/api/group-records.ts).
  */
 import type { Clock } from "../clock.js";
@@ -20,13 +20,13 @@ import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
+import { boundSession, succession } from "./bound-leases.js";
 import { groupShape, isGroupConfig } from "./group-records.js";
 import { digestOf, instanceDigest, withDigest } from "./instance.js";
 import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
-import { isBoundAndHeld, succession } from "./succession.js";
 
 const ATTEMPTS = 4;
 
@@ -147,9 +147,10 @@ export class LeaseService {
     caller: Caller,
   ): Promise<LeaseOutcome> {
     const digest = await instanceDigest(req.instance);
-    return this.decide(name, caller, (current, wall) => {
+    return this.decide(name, caller, async (current, wall) => {
       const r = current?.record;
-      if (r && r.holder === req.holder && !this.isFree(r, wall)) {
+      const held = current ? await this.heldState(current, wall) : undefined;
+      if (r && r.holder === req.holder && held && !held.free) {
         if (digestOf(r) !== digest) throw holderInUse(name, current!);
         return {
           ...r,
@@ -162,14 +163,7 @@ export class LeaseService {
       // Not a renewal: refused here when only current holders' renewals are admitted now.
       if (caller.renewalsOnly) throw caller.renewalsOnly;
       // Held by someone else: 409 with Retry-After, when the server expects it free (as the raw PUT).
-      if (r && !this.isFree(r, wall)) throw heldBy(name, current!, this.views.freeInMs(current!.record, wall));
-      if (r && isBoundAndHeld(r)) {
-        throw new ProblemError(
-          "conflict",
-          `lease "${name}" is bound to a process session (a session.elector's): the plain routes cannot tell whether that session lives, so they take the lease only once it is released; use one mode for every candidate of a lease`,
-          { lease: toView(current!), leader: false },
-        );
-      }
+      if (held && !held.free) throw heldBy(name, current!, held.freeInMs);
       return {
         name,
         holder: req.holder,
@@ -230,11 +224,12 @@ export class LeaseService {
     const digest = await instanceDigest(instance);
     const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
     const current = await this.get(name);
-    // A successor's registration, or the holder's hand-over to it (src/api/succession.ts).
+    const held = current ? await this.heldState(current, wall) : undefined;
+    // A successor's registration, or the holder's hand-over to it (src/api/bound-leases.ts).
     const write = succession(current?.record, next, digest);
     // Admitted only as a renewal (src/api/admission.ts): refused first if it is none. A hand-over
     // is the holder's release to its successor, admitted as its release would be.
-    if (caller.renewalsOnly && write.kind !== "hand-over" && !this.holdersOwnWrite(current, next, digest, wall)) {
+    if (caller.renewalsOnly && write.kind !== "hand-over" && !this.holdersOwnWrite(current, next, digest, held)) {
       throw caller.renewalsOnly;
     }
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
@@ -251,7 +246,7 @@ export class LeaseService {
         errors: [{ path: "term", message: `expected at most ${MAX_CREATED_TERM} for a new lease` }],
       });
     }
-    if (write.kind === "other") this.enforceHolding(name, current, next, digest, wall);
+    if (write.kind === "other") this.enforceHolding(name, current, next, digest, held);
     if (current === null) await this.admitCreate(caller);
     const outcome = await this.write(name, write.record, current, caller.by);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
@@ -270,10 +265,30 @@ export class LeaseService {
     }
   }
 
+  /**
+   * Whether `stored` is free by the server's rule and, held, in how long it will be: by its own
+   * stamps, or a bound lease by its process session's record (src/api/bound-leases.ts; one more read).
+   */
+  private async heldState(stored: Stored, wall: number): Promise<{ free: boolean; freeInMs: number }> {
+    if (!boundSession(stored.record)) {
+      return { free: this.isFree(stored.record, wall), freeInMs: this.views.freeInMs(stored.record, wall) };
+    }
+    const state = await this.views.state(stored);
+    return {
+      free: state.free,
+      freeInMs: state.free ? 0 : Math.max(0, state.expiresAt + this.views.maxSkewMs - wall + 1),
+    };
+  }
+
   /** A raw write by the live holder's own process that renews or releases its term (src/api/admission.ts). */
-  private holdersOwnWrite(current: Stored | null, next: LeaseRecord, digest: string, wall: number): boolean {
+  private holdersOwnWrite(
+    current: Stored | null,
+    next: LeaseRecord,
+    digest: string,
+    held: { free: boolean } | undefined,
+  ): boolean {
     const r = current?.record;
-    if (!r || r.holder === null || this.isFree(r, wall) || digestOf(r) !== digest) return false;
+    if (!r || r.holder === null || !held || held.free || digestOf(r) !== digest) return false;
     return next.term === r.term && (next.holder === null || next.holder === r.holder);
   }
 
@@ -281,10 +296,16 @@ export class LeaseService {
    * The holding rules for a raw write replacing `current` with `next` by the process whose
    * instance digest is `digest` (the plain routes keep them by construction).
    */
-  private enforceHolding(name: string, current: Stored | null, next: LeaseRecord, digest: string, wall: number): void {
-    if (!current) return;
+  private enforceHolding(
+    name: string,
+    current: Stored | null,
+    next: LeaseRecord,
+    digest: string,
+    held: { free: boolean; freeInMs: number } | undefined,
+  ): void {
+    if (!current || !held) return;
     const r = current.record;
-    const live = !this.isFree(r, wall);
+    const live = !held.free;
     const sameProcess = digestOf(r) === digest;
     const continues = next.holder !== null && next.holder === r.holder && next.term === r.term;
     if (next.holder === null || continues || next.holder === r.holder) {
@@ -300,7 +321,7 @@ export class LeaseService {
       }
       return;
     }
-    if (live) throw heldBy(name, current, this.views.freeInMs(current.record, wall));
+    if (live) throw heldBy(name, current, held.freeInMs);
   }
 
   /**
@@ -311,13 +332,16 @@ export class LeaseService {
   private async decide(
     name: string,
     caller: Caller,
-    next: (current: Stored | null, wall: number) => LeaseRecord | undefined | "unchanged",
+    next: (
+      current: Stored | null,
+      wall: number,
+    ) => LeaseRecord | undefined | "unchanged" | Promise<LeaseRecord | undefined | "unchanged">,
   ): Promise<LeaseOutcome> {
     let current = await this.get(name);
     let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       await this.views.groups.refusePlainWrite(name, current);
-      const record = next(current, this.clock.wallNow());
+      const record = await next(current, this.clock.wallNow());
       if (record === "unchanged") return { leader: false, stored: current! };
       if (record === undefined) {
         throw new ProblemError("conflict", `lease "${name}" is held by another holder or the term has moved on`, {

@@ -4,7 +4,7 @@
  * keys, or the instance digest of an API that keeps its leases in another API) as
  * `proxied.leasehold.*`. The API behind keeps its own reserved keys, refuses callers' and shows
  * none, so each layer's keys stay its own. The HTTP store writes the escaped form and reads it
- * back; the API reads one escaped key, the bound lease's successor (`src/api/succession.ts`).
+ * back; the API reads one escaped key, the bound lease's successor (`src/api/bound-leases.ts`).
  * Runtime-neutral.
  */
 import { isReservedKey } from "../lease.js";

@@ -8,16 +8,17 @@
  * A feed keeps at most `limit` records (the first in name order); a stream over a longer prefix is
  * told it is truncated.
  *
- * A bucket of a sharded group is held while its owner's session lives, not by its own stamps
- * (src/api/group-records.ts), so a feed keeps each listed bucket's real state as GET reports it,
- * judged again after every listing and whenever a record of its group changes; a bucket whose
- * state moved (its owner renewed, left or ran out) is told as changed. The group's config and the
+ * A bucket of a sharded group is held while its owner's session lives, and a bound lease while
+ * its process session does, not by their own stamps (src/api/lease-views.ts), so a feed keeps each
+ * listed one's real state as GET reports it, judged again after every listing and whenever a record
+ * of its group, a bound lease or a session one follows changes; one whose state moved (its session
+ * renewed, left or ran out) is told as changed. The group's config and the
  * owners' sessions come from the feed's own records when the prefix covers them; otherwise they are
  * read, once per judgement, as the list route does for a page. Runtime-neutral.
  */
 import type { Clock } from "../../clock.js";
 import type { Stored } from "../../lease.js";
-import { configName, memberName } from "../../sharding/layout.js";
+import { configName } from "../../sharding/layout.js";
 import { type BucketState, groupShape } from "../group-records.js";
 import { ProblemError } from "../problems.js";
 
@@ -31,8 +32,8 @@ export type FeedEvent =
 
 export interface FeedView {
   readonly records: ReadonlyMap<string, Stored>;
-  /** The real state of each listed bucket of a sharded group. */
-  readonly buckets: ReadonlyMap<string, BucketState>;
+  /** The real state of each listed record held by a session (a bucket by its owner's, a bound lease by its process session's). */
+  readonly held: ReadonlyMap<string, BucketState>;
   readonly truncated: boolean;
 }
 
@@ -42,9 +43,11 @@ interface Feed extends FeedView {
   prefix: string;
   limit: number;
   records: Map<string, Stored>;
-  buckets: Map<string, BucketState>;
+  held: Map<string, BucketState>;
+  /** The session records the held records follow (as of the last judgement). */
+  sessions: Set<string>;
   truncated: boolean;
-  /** The judgement of its buckets in progress (one at a time). */
+  /** The judgement of its session-held records in progress (one at a time). */
   judging: Promise<void>;
   /** The first listing is in. */
   loaded: boolean;
@@ -60,10 +63,12 @@ export interface FeedDeps {
   /** Hands a record a listing found changed to the hub (which calls `observe` back). */
   publish(name: string, stored: Stored): void;
   /**
-   * A bucket's real state (GroupRecords.bucketState), `undefined` for any other record; `cache`
-   * holds the records the feed already has, by name, and takes what it reads.
+   * The real state of a record held by a session (LeaseViews.held), `undefined` for any other
+   * record; `cache` holds the records the feed already has, by name, and takes what it reads.
    */
-  bucketState(stored: Stored, cache: Map<string, Promise<Stored | null>>): Promise<BucketState | undefined>;
+  heldState(stored: Stored, cache: Map<string, Promise<Stored | null>>): Promise<BucketState | undefined>;
+  /** The session record a held record's state follows (LeaseViews.sessionOf), if any. */
+  sessionOf(stored: Stored): string | undefined;
   clock: Clock;
   pollMs: number;
 }
@@ -86,7 +91,8 @@ export class PrefixFeeds {
         prefix,
         limit,
         records: new Map(),
-        buckets: new Map(),
+        held: new Map(),
+        sessions: new Set(),
         truncated: false,
         judging: Promise.resolve(),
         loaded: false,
@@ -132,11 +138,12 @@ export class PrefixFeeds {
       feed.records.set(name, stored);
       this.emit(feed, { kind: "change", stored });
       // A read that fails here is tried again after the next listing.
-      if (feed.loaded && groupShape(name)) this.judgeSoon(feed).catch(() => undefined);
+      const related = groupShape(name) || feed.sessions.has(name) || this.deps.sessionOf(stored) !== undefined;
+      if (feed.loaded && related) this.judgeSoon(feed).catch(() => undefined);
     }
   }
 
-  /** Judges the feed's buckets again once the judgement in progress is done. */
+  /** Judges the feed's session-held records again once the judgement in progress is done. */
   private judgeSoon(feed: Feed, quiet = false): Promise<void> {
     const judged = feed.judging.then(() => this.judge(feed, quiet));
     feed.judging = judged.catch(() => undefined);
@@ -144,35 +151,43 @@ export class PrefixFeeds {
   }
 
   /**
-   * The real state of every bucket the feed lists; a bucket whose state moved is told as changed
+   * The real state of every bucket and bound lease the feed lists; one whose state moved is told as changed
    * (unless `quiet`: a snapshot follows). A record the prefix covers is taken from the feed (absent
    * there: it does not exist); any other is read.
    */
   private async judge(feed: Feed, quiet: boolean): Promise<void> {
     const cache = new Map<string, Promise<Stored | null>>();
     const covered = (name: string) => name.startsWith(feed.prefix) && !feed.truncated;
+    const sessions = new Set<string>();
+    const judged = (name: string, stored: Stored) =>
+      groupShape(name)?.kind === "bucket" || this.deps.sessionOf(stored) !== undefined;
     for (const [name, stored] of feed.records) {
       const shape = groupShape(name);
-      if (shape?.kind !== "bucket") continue;
-      const related = [configName(shape.group)];
-      if (stored.record.holder !== null) related.push(memberName(shape.group, stored.record.holder));
+      const session = this.deps.sessionOf(stored);
+      if (shape?.kind !== "bucket" && session === undefined) continue;
+      const related = shape?.kind === "bucket" ? [configName(shape.group)] : [];
+      if (session !== undefined) {
+        related.push(session);
+        sessions.add(session);
+      }
       for (const r of related) {
         if (!cache.has(r) && covered(r)) cache.set(r, Promise.resolve(feed.records.get(r) ?? null));
       }
     }
     const seen = new Set<string>();
     for (const [name, stored] of [...feed.records]) {
-      if (groupShape(name)?.kind !== "bucket") continue;
-      const state = await this.deps.bucketState(stored, cache);
+      if (!judged(name, stored)) continue;
+      const state = await this.deps.heldState(stored, cache);
       if (feed.records.get(name) !== stored) continue; // changed meanwhile: judged again after this
       if (state) seen.add(name);
-      const before = feed.buckets.get(name);
+      const before = feed.held.get(name);
       if (state?.free === before?.free && state?.expiresAt === before?.expiresAt) continue;
-      if (state) feed.buckets.set(name, state);
-      else feed.buckets.delete(name);
+      if (state) feed.held.set(name, state);
+      else feed.held.delete(name);
       if (!quiet) this.emit(feed, { kind: "change", stored });
     }
-    for (const name of feed.buckets.keys()) if (!seen.has(name)) feed.buckets.delete(name);
+    for (const name of feed.held.keys()) if (!seen.has(name)) feed.held.delete(name);
+    feed.sessions = sessions;
   }
 
   private emit(feed: Feed, event: FeedEvent): void {
@@ -190,7 +205,7 @@ export class PrefixFeeds {
       feed.failing = false;
       feed.truncated = truncated;
       feed.records = fresh;
-      feed.buckets = new Map();
+      feed.held = new Map();
       for (const [name, stored] of fresh) this.deps.publish(name, stored);
       await this.judgeSoon(feed, true);
       this.emit(feed, { kind: "snapshot" });

@@ -37,7 +37,7 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
   const history = new LeaseHistory(
     { terms: o.historyTerms, leases: o.historyLeases },
     () => clock.wallNow(),
-    // A bucket is judged by its owner's session, as GET does; any other record by its own stamps.
+    // A bucket or a bound lease is judged by its session, as GET does; any other record by its own stamps.
     (stored) => views.state(stored),
   );
   const feeds = new PrefixFeeds({
@@ -47,7 +47,8 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
       return out;
     },
     publish: (name, stored) => hub.publish(name, stored),
-    bucketState: (stored, cache) => views.groups.bucketState(stored, cache),
+    heldState: (stored, cache) => views.held(stored, cache),
+    sessionOf: (stored) => views.sessionOf(stored),
     clock,
     pollMs: watchPollMs,
   });

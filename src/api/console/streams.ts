@@ -94,8 +94,8 @@ export function watchLeases(c: Context, deps: StreamDeps, prefix: string, limit:
     const changed = new Map<string, Stored | null>();
     // As GET and a lease's watch report it: a bucket by its owner's session (./feeds.ts).
     const lease = (stored: Stored) => {
-      const bucket = view.buckets.get(stored.record.name);
-      return { lease: toView(stored, bucket), free: bucket ? bucket.free : deps.isFree(stored.record) };
+      const held = view.held.get(stored.record.name);
+      return { lease: toView(stored, held), free: held ? held.free : deps.isFree(stored.record) };
     };
     return {
       onEvent(event) {

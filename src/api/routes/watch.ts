@@ -2,8 +2,9 @@
  * Server-Sent Events of one lease (docs/design.md §5): "lease" events with `{ lease, free }`, the
  * current state first, then every change this instance makes or sees (src/api/watch-hub.ts), a
  * "free" event at the instant the lease expires unrenewed, and keep-alive comments. A bucket of a
- * sharded group is held while its owner's session lives, so its stream also follows that session
- * record: a renewal keeps it held, a leave or an expiry frees it. Streams are bounded per token
+ * sharded group is held while its owner's session lives, and a bound lease while its process
+ * session does (src/api/lease-views.ts), so their streams also follow that session record: a
+ * renewal keeps it held, a leave, a release or an expiry frees it. Streams are bounded per token
  * and in total (src/api/limits.ts), counted from before the first read to the stream's end.
  * Where the runtime cannot stream (createApp's `streams.unavailable`: a buffered Lambda
  * integration) the route answers 501 saying how to enable streaming; where it stops every request
@@ -14,14 +15,12 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Stored } from "../../lease.js";
-import { memberName } from "../../sharding/layout.js";
 import { type Api, type Deps, type Env, openStream } from "../context.js";
-import { groupShape } from "../group-records.js";
 import { scoped } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 import { leaseName } from "./leases.js";
 
-/** A bucket's owner session record, followed through the hub. */
+/** The session record a held record's state follows (a bucket's owner's, a bound lease's), through the hub. */
 interface Followed {
   name: string;
   stored: Stored | null | undefined;
@@ -52,9 +51,6 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
     // is free now: a held record with an unchanged revision is exactly what it saw, while a
     // record that has since expired may have been sent to it as held.
     const resumedAt = c.req.header("last-event-id");
-    const shape = groupShape(name);
-    // The group of a bucket name, whose owner's session record the stream also follows.
-    const bucketOf = shape?.kind === "bucket" ? shape.group : undefined;
     // How long this stream may run where the runtime ends every request at a deadline.
     const timeLeft = "timeLeft" in streams ? Math.max(0, streams.timeLeft(c)) : undefined;
     return streamSSE(c, async (stream) => {
@@ -65,14 +61,13 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
       let current = first;
       let sent: string | undefined;
       let expiry = new AbortController();
-      // A bucket's owner session, followed while the bucket names an owner.
+      // The session the record's state follows, while it names one (a bucket's owner, a bound lease's).
       let owner: Followed | undefined;
-      // The group's config (read once per stream) and the owner's session, for bucketState.
+      // The group's config (read once per stream) and the owner's session, for views.held.
       const cache = new Map<string, Promise<Stored | null>>();
 
       const follow = (stored: Stored | null) => {
-        const holder = bucketOf === undefined ? null : (stored?.record.holder ?? null);
-        const wanted = holder === null ? undefined : memberName(bucketOf!, holder);
+        const wanted = views.sessionOf(stored);
         if (owner?.name === wanted) return;
         owner?.stop();
         owner = undefined;
@@ -92,8 +87,8 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
         follow(stored);
         if (owner?.stored !== undefined) cache.set(owner.name, Promise.resolve(owner.stored));
         else if (owner) cache.delete(owner.name);
-        const bucket = stored ? await views.groups.bucketState(stored, cache) : undefined;
-        const free = stored === null || (bucket ? bucket.free : views.isFree(stored.record));
+        const held = stored ? await views.held(stored, cache) : undefined;
+        const free = stored === null || (held ? held.free : views.isFree(stored.record));
         const revision = stored?.revision ?? "none";
         const key = `${revision}/${free}`;
         if (key === sent) return;
@@ -107,7 +102,7 @@ export function registerWatchRoute(app: Api, deps: Deps): void {
         expiry = new AbortController();
         if (stored && !free) {
           const timer = expiry;
-          const until = bucket?.expiresAt ?? stored.record.renewedAt + stored.record.leaseMs;
+          const until = held?.expiresAt ?? stored.record.renewedAt + stored.record.leaseMs;
           const wait = until + options.maxSkewMs - clock.wallNow() + 1;
           void clock.sleep(wait, AbortSignal.any([timer.signal, done.signal])).then(() => {
             if (!timer.signal.aborted && !done.signal.aborted) update();

@@ -1,8 +1,14 @@
 /**
- * Hand-over through the API (docs/design.md §4 "Bound leases", §5 "The holding rules"): the two
- * raw writes by which a bound lease passes straight to a waiting successor, in one write plus one
- * push, within the holding rules. Runtime-neutral.
+ * Bound leases in the API (docs/design.md §4 "Bound leases", §5 "The holding rules"): a lease
+ * written through the HTTP store by a `session.elector` names the process session it rides on
+ * (`proxied.leasehold.session`) and is not rewritten by that session's renewals, so the server
+ * judges it by that session's record, as it judges a bucket by its owner's; and the two raw
+ * writes by which it passes straight to a waiting successor, in one write plus one push, within
+ * the holding rules. Runtime-neutral.
  *
+ * - **Held while its session lives**: the session record still names the lease's holder at the
+ *   session term the lease names, and is not free by the server's rule. Otherwise the lease is
+ *   free from when that session tenure ended.
  * - **Registration**: any process may write itself into a held lease as its successor, or take
  *   its registration back: a write that changes nothing but the library's `leasehold.next`
  *   (`proxied.leasehold.next` here). The record keeps its holder's instance digest and its
@@ -12,10 +18,11 @@
  *   term + 1. The record then carries the successor process's digest, so that process, not the
  *   releaser, owns the term (renews, releases it) from then on.
  *
- * Every other raw write drops the registration's digest, so a hand-over always goes to the process
- * registered in the record being replaced.
+ * Any other write keeps the registration's digest only while it keeps the registration, the
+ * holder and the term; otherwise it is dropped, so a hand-over goes to the process that
+ * registered the successor the replaced record names.
  */
-import { parseSuccessor } from "../bound/refs.js";
+import { parseRef, parseSuccessor, type SessionRef } from "../bound/refs.js";
 import { proxiedKey } from "../http/proxied.js";
 import { callerMetadata, type LeaseRecord, NEXT_INSTANCE_DIGEST_KEY, NEXT_KEY, SESSION_KEY } from "../lease.js";
 import { digestOf, withDigest } from "./instance.js";
@@ -23,14 +30,26 @@ import { digestOf, withDigest } from "./instance.js";
 /** The successor key as the API stores it (the HTTP store escapes the library's reserved keys). */
 const NEXT = proxiedKey(NEXT_KEY);
 
-/**
- * A held lease bound to a process session (written through the HTTP store by a
- * `session.elector`): valid while that session is, and not rewritten by its renewals, so the
- * plain routes, which judge a record by its own stamps, never take it over (only its release
- * frees it for them). Bound candidates take it over by the raw PUT, after fencing the session.
- */
-export const isBoundAndHeld = (record: LeaseRecord): boolean =>
-  record.holder !== null && record.metadata[proxiedKey(SESSION_KEY)] !== undefined;
+/** The process session a held bound lease rides on, or undefined (released, or not bound). */
+export function boundSession(record: LeaseRecord): SessionRef | undefined {
+  return record.holder === null ? undefined : parseRef(record.metadata[proxiedKey(SESSION_KEY)]);
+}
+
+/** Whether a held lease is bound, and when it stops being held, by its session's record. */
+export function boundState(
+  record: LeaseRecord,
+  session: LeaseRecord | undefined,
+  isFree: (record: LeaseRecord) => boolean,
+): { expiresAt: number; free: boolean } | undefined {
+  const ref = boundSession(record);
+  if (!ref) return undefined;
+  if (session && session.holder === record.holder && session.term === ref.term) {
+    return { expiresAt: session.renewedAt + session.leaseMs, free: isFree(session) };
+  }
+  // The session tenure it rode on is over (released, fenced, a later term) or never was.
+  const own = record.renewedAt + record.leaseMs;
+  return { expiresAt: Math.min(own, session ? session.renewedAt : own), free: true };
+}
 
 /** What a raw write is to the successor rules, and the record to write for it. */
 export interface Succession {
