@@ -14,6 +14,7 @@ import { type Clock, systemClock } from "./clock.js";
 import { Emitter, type Listener } from "./elector/events.js";
 import { LeaseHolder } from "./elector/holder.js";
 import type { Lane } from "./elector/lane.js";
+import { LeaderWork } from "./elector/leader-work.js";
 import { openLane, processLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
@@ -126,7 +127,7 @@ export class Elector {
   /** The current term's signal (aborted when it ends or stop begins). */
   private term: { term: number; controller: AbortController } | undefined;
   private lastLeader: { holder: string | null; term: number } | undefined;
-  private readonly work = new Set<Promise<unknown>>();
+  private readonly work = new LeaderWork();
   private readonly events = new Emitter<ElectorEvents>();
   /** Admits follower-side calls; renewals never ask it (renewals first). */
   readonly lane: Lane;
@@ -205,12 +206,7 @@ export class Elector {
    * next leader never overlaps this one's shutdown.
    */
   trackWork(work: Promise<unknown>): void {
-    const p = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.work.add(p);
-    void p.then(() => this.work.delete(p));
+    this.work.track(work);
   }
 
   /**
@@ -229,14 +225,7 @@ export class Elector {
     const t = this.term;
     if (t && this.started) {
       t.controller.abort(new LeadershipLostError(t.term, "stopping"));
-      if (this.work.size > 0) {
-        const grace = new AbortController();
-        await Promise.race([
-          Promise.all([...this.work]),
-          this.clock.sleep(options.graceMs ?? this.graceMs, grace.signal),
-        ]);
-        grace.abort();
-      }
+      await this.work.drain(this.clock, options.graceMs ?? this.graceMs);
     }
     await this.holder.stop({ release: options.release ?? true });
   }

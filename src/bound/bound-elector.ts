@@ -28,6 +28,7 @@
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { Emitter, type Listener } from "../elector/events.js";
+import { LeaderWork } from "../elector/leader-work.js";
 import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
@@ -105,7 +106,7 @@ export class BoundElector {
   private releaseOnStop = true;
   private loop: Promise<void> | undefined;
   private wakeLoop: (() => void) | undefined;
-  private readonly work = new Set<Promise<unknown>>();
+  private readonly work = new LeaderWork();
   private readonly push: PushFollower;
   /** The store refused a candidacy write (the HTTP API lets only a lease's holder process write it). */
   private candidacyRefused = false;
@@ -172,12 +173,7 @@ export class BoundElector {
   }
 
   trackWork(work: Promise<unknown>): void {
-    const p = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.work.add(p);
-    void p.then(() => this.work.delete(p));
+    this.work.track(work);
   }
 
   /**
@@ -200,14 +196,7 @@ export class BoundElector {
         h.controller.abort(new LeadershipLostError(h.stored.record.term, "stopping"));
         // Who to hand over to is found while the work drains: only the write is left for after.
         if (this.releaseOnStop && this.o.handover) this.handoverCheck = this.checkSuccessor(h);
-        if (this.work.size > 0) {
-          const grace = new AbortController();
-          await Promise.race([
-            Promise.all([...this.work]),
-            this.session.clock.sleep(options.graceMs ?? this.o.graceMs, grace.signal),
-          ]);
-          grace.abort(DONE);
-        }
+        await this.work.drain(this.session.clock, options.graceMs ?? this.o.graceMs);
       }
       this.stopRequested = true;
       this.wake();
