@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
+import { liftLegacyFields } from "./legacy-fields.js";
 import type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** The longest lease name: the pattern allows 192 characters. */
@@ -85,68 +86,65 @@ export const leaseMsSchema = z
 const utf8 = new TextEncoder();
 
 /**
- * Metadata keys starting with this are the server's own (docs/design.md §1): a caller may not
- * send one, no response shows one, and they do not count towards the caller's 1 KiB.
+ * A lease name segment, and one of the protocol's own segments (`_` then a segment), which no
+ * lease name can contain: the records of sharded groups and process sessions live under them
+ * (docs/design.md §1 "Protocol records"), so no lease name and no other group's record can land
+ * on one.
  */
-export const RESERVED_METADATA_PREFIX = "leasehold.";
+const SEGMENT = "[a-z0-9]([a-z0-9._-]*[a-z0-9])?";
+const LEASE_NAME = `${SEGMENT}(/${SEGMENT})*`;
 
 /**
- * The SHA-256 digest (base64url, 43 characters) of the `instance` of the process holding the
- * lease, written by the API (src/api/instance.ts): a renewal, release or repeated acquisition must
- * come from the instance whose digest this is. The instance itself is never stored.
+ * The names of the protocol's own records: `[<scope>/]_sessions/<id>` (a process session),
+ * `<group>/_config`, `<group>/_members/<id>` and `<group>/_buckets/<index>` (a sharded group).
+ * Exactly one `_` segment, at a fixed place, so each name has one role (`recordRole`).
  */
-export const INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}instance`;
+const PROTOCOL_NAME = `(${LEASE_NAME}/)?_sessions/${SEGMENT}|${LEASE_NAME}/_config|${LEASE_NAME}/_(members|buckets)/${SEGMENT}`;
+export const PROTOCOL_NAME_PATTERN = new RegExp(`^(${PROTOCOL_NAME})$`);
+
+/** A process session record's name: `[<scope>/]_sessions/<id>`. */
+export const SESSION_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}/)?_sessions/${SEGMENT}$`);
 
 /**
- * The session a bound lease rides on (src/bound/, docs/design.md §4 "Bound leases"): the session
- * record's name and term, `<name>@<term>`. Written by the library, not the API.
+ * Any record's name: a lease name or a protocol record's. One pattern without flags or
+ * lookarounds, so the API can publish it (it reads the same in ECMA-262, Python, Go and Rust).
  */
-export const SESSION_KEY = `${RESERVED_METADATA_PREFIX}session`;
+export const RECORD_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}|${PROTOCOL_NAME})$`);
 
-/** A bound lease's registered successor: `<session name>@<term> <holder>` (src/bound/refs.ts). */
-export const NEXT_KEY = `${RESERVED_METADATA_PREFIX}next`;
+/** What a record is, by its name (the only place a role is decided). */
+export type RecordRole = "lease" | "session" | "group-config" | "member" | "bucket";
 
-/**
- * The instance digest of the process that registered a bound lease's successor through the API
- * (src/api/bound-leases.ts): the process that owns the lease once the holder hands it over.
- * Written by the API, beside `proxied.leasehold.next`.
- */
-export const NEXT_INSTANCE_DIGEST_KEY = `${RESERVED_METADATA_PREFIX}next-instance`;
-
-const NAME_BODY = NAME_PATTERN.source.slice(1, -1);
-const SESSION_REF = `${NAME_BODY}@[1-9][0-9]{0,15}`;
-
-/** The reserved keys a record may carry, what their values look like and how long they may be. */
-const RESERVED_METADATA: Record<string, { shape: RegExp; maxLength: number; expected: string }> = {
-  [INSTANCE_DIGEST_KEY]: { shape: /^[A-Za-z0-9_-]{43}$/, maxLength: 43, expected: "a SHA-256 digest in base64url" },
-  [NEXT_INSTANCE_DIGEST_KEY]: {
-    shape: /^[A-Za-z0-9_-]{43}$/,
-    maxLength: 43,
-    expected: "a SHA-256 digest in base64url",
-  },
-  [SESSION_KEY]: {
-    shape: new RegExp(`^${SESSION_REF}$`),
-    maxLength: MAX_NAME_LENGTH + 17,
-    expected: "<session name>@<term>",
-  },
-  [NEXT_KEY]: {
-    shape: new RegExp(`^${SESSION_REF} ${HOLDER_PATTERN.source.slice(1, -1)}$`),
-    maxLength: MAX_NAME_LENGTH + 18 + MAX_HOLDER_LENGTH,
-    expected: "<session name>@<term> <holder>",
-  },
-};
-
-export const isReservedKey = (key: string): boolean => key.startsWith(RESERVED_METADATA_PREFIX);
-
-/** The caller's part of a metadata map: without the reserved keys. */
-export function callerMetadata(metadata: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(metadata)) if (!isReservedKey(k)) out[k] = v;
-  return out;
+/** The role of the record named `name` (a lease name, or a protocol record's name). */
+export function recordRole(name: string): RecordRole {
+  if (!name.includes("/_") && !name.startsWith("_")) return "lease";
+  if (name.startsWith("_sessions/") || name.includes("/_sessions/")) return "session";
+  if (name.endsWith("/_config")) return "group-config";
+  return name.includes("/_members/") ? "member" : "bucket";
 }
 
-/** A metadata map as callers send it: strings, at most 1 KiB as JSON, no reserved key. */
-export const callerMetadataSchema = z
+/** A record's name: a lease name, or one of the protocol's own (PROTOCOL_NAME_PATTERN). */
+export const RECORD_NAME_RULE = `${NAME_RULE}, or a protocol record's name ([<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>)`;
+
+export const recordNameSchema = z
+  .string({ error: "expected a string" })
+  .max(MAX_NAME_LENGTH, { error: RECORD_NAME_RULE, abort: true })
+  .regex(RECORD_NAME_PATTERN, { error: RECORD_NAME_RULE });
+
+/**
+ * Metadata keys a caller may not use (docs/design.md §1): the library kept its protocol state
+ * under `leasehold.` before 0.2.0, and the HTTP store escaped it as `proxied.leasehold.`. Protocol
+ * state is now typed fields of the record, and a key of either prefix is refused, so no caller
+ * can make a record look like it carries some.
+ */
+export const RESERVED_METADATA_PREFIXES = ["leasehold.", "proxied.leasehold."] as const;
+
+export const isReservedKey = (key: string): boolean => RESERVED_METADATA_PREFIXES.some((p) => key.startsWith(p));
+
+/**
+ * A record's metadata, the caller's own: strings, at most 1 KiB as UTF-8 JSON, no reserved key
+ * (each refused by name).
+ */
+export const metadataSchema = z
   .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
   .superRefine((m, ctx) => {
     for (const key of Object.keys(m)) {
@@ -154,7 +152,7 @@ export const callerMetadataSchema = z
         ctx.addIssue({
           code: "custom",
           path: [key],
-          message: `expected no key starting with "${RESERVED_METADATA_PREFIX}" (reserved for the server)`,
+          message: `expected no key starting with ${RESERVED_METADATA_PREFIXES.map((p) => `"${p}"`).join(" or ")} (protocol state is the record's own typed fields, never metadata)`,
         });
       }
     }
@@ -163,35 +161,38 @@ export const callerMetadataSchema = z
     }
   });
 
-/**
- * A record's metadata: the caller's (at most 1 KiB as JSON) and the server's reserved keys, each
- * known and well-formed, so the whole map stays bounded.
- */
-export const metadataSchema = z
-  .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
-  .superRefine((m, ctx) => {
-    for (const [key, value] of Object.entries(m)) {
-      if (!isReservedKey(key)) continue;
-      const rule = RESERVED_METADATA[key];
-      if (!rule || value.length > rule.maxLength || !rule.shape.test(value)) {
-        ctx.addIssue({
-          code: "custom",
-          path: [key],
-          message: rule ? `expected ${rule.expected}` : "expected no unknown reserved key",
-        });
-      }
-    }
-    if (utf8.encode(JSON.stringify(callerMetadata(m))).length > MAX_METADATA_BYTES) {
-      ctx.addIssue({ code: "custom", message: `expected at most ${MAX_METADATA_BYTES} bytes as JSON` });
-    }
-  });
+const positiveTerm = z
+  .number({ error: "expected a number" })
+  .int({ error: "expected a whole number" })
+  .min(1, { error: "expected a term of at least 1" })
+  .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" });
+
+export const sessionRefSchema = z.strictObject(
+  { name: recordNameSchema, term: positiveTerm },
+  { error: "expected a session tenure: { name, term }" },
+);
+
+export const successorSchema = z.strictObject(
+  { holder: holderSchema, session: sessionRefSchema },
+  { error: "expected a successor: { holder, session: { name, term } }" },
+);
+
+/** An instance digest: SHA-256 in base64url without padding (src/api/instance.ts). */
+export const digestSchema = z
+  .string({ error: "expected a string" })
+  .regex(/^[A-Za-z0-9_-]{43}$/, { error: "expected a SHA-256 digest in base64url (43 characters)" });
+
+export const upstreamSchema = z.strictObject(
+  { holderDigest: digestSchema.optional(), successorDigest: digestSchema.optional() },
+  { error: "expected { holderDigest?, successorDigest? }" },
+);
 
 const wallMsSchema = z
   .number({ error: "expected wall-clock milliseconds" })
   .int({ error: "expected whole milliseconds" })
   .nonnegative({ error: "expected a non-negative number" });
 
-export const recordSchema = z.strictObject({
+const recordFields = z.strictObject({
   name: nameSchema,
   holder: holderSchema.nullable(),
   term: z
@@ -203,14 +204,52 @@ export const recordSchema = z.strictObject({
   renewedAt: wallMsSchema,
   metadata: metadataSchema,
   writeId: z.string({ error: "expected a string" }).min(1).max(64),
+  session: sessionRefSchema.optional(),
+  successor: successorSchema.optional(),
+  holderDigest: digestSchema.optional(),
+  successorDigest: digestSchema.optional(),
+  upstream: upstreamSchema.optional(),
 });
+
+/**
+ * What a record's fields must agree on, beyond each field's own shape: a lease is bound to a
+ * session or has a successor only while held, and a successor's proof comes with a successor.
+ */
+function checkProtocolFields(r: z.infer<typeof recordFields>, ctx: z.RefinementCtx): void {
+  if (r.holder === null && r.session !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["session"], message: "expected no session on a released record" });
+  }
+  if (r.holder === null && r.successor !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["successor"], message: "expected no successor on a released record" });
+  }
+  if (r.successorDigest !== undefined && r.successor === undefined) {
+    ctx.addIssue({ code: "custom", path: ["successorDigest"], message: "expected a successor beside its proof" });
+  }
+}
+
+/** The record's optional protocol fields (docs/design.md §1), for stores that keep fields apart. */
+export const PROTOCOL_FIELDS = [
+  "session",
+  "successor",
+  "holderDigest",
+  "successorDigest",
+  "upstream",
+] as const satisfies readonly (keyof LeaseRecord)[];
+
+export const recordSchema = recordFields.extend({ name: recordNameSchema }).superRefine(checkProtocolFields);
 
 /** A record as read back: a name written under the earlier, looser rule is still readable. */
-const storedRecordSchema = recordSchema.extend({
-  name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
-});
+const storedRecordSchema = recordFields
+  .extend({
+    name: z
+      .string({ error: "expected a string" })
+      .refine((name) => LEGACY_NAME_PATTERN.test(name) || PROTOCOL_NAME_PATTERN.test(name), {
+        error: RECORD_NAME_RULE,
+      }),
+  })
+  .superRefine(checkProtocolFields);
 
-export type { LeaseRecord, Revision, Stored } from "./record.js";
+export type { LeaseRecord, Revision, SessionRef, Stored, Successor, UpstreamProof } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
 export interface CallOptions {
@@ -305,13 +344,27 @@ export function validateName(name: unknown): string {
   return validate("lease name", nameSchema, name);
 }
 
+/** A process session record's name, `[<scope>/]_sessions/<id>`, in words. */
+export const SESSION_NAME_RULE = `expected a process session record's name: [<scope>/]_sessions/<id> (scope: a lease name's segments; id: one segment of a-z 0-9 . _ -, starting and ending with a letter or digit), at most ${MAX_NAME_LENGTH} characters`;
+
+export const sessionNameSchema = z
+  .string({ error: "expected a string" })
+  .max(MAX_NAME_LENGTH, { error: SESSION_NAME_RULE, abort: true })
+  .regex(SESSION_NAME_PATTERN, { error: SESSION_NAME_RULE });
+
+/** A lease name or a protocol record's name: what a store reads and writes (stores do not care which). */
+export function validateRecordName(name: unknown): string {
+  return validate("record name", recordNameSchema, name);
+}
+
 export function validatePrefix(prefix: unknown): string {
   return validate("lease prefix", prefixSchema, prefix);
 }
 
 /** Checks a record before a store writes it: a store never persists what it could not read back. */
 export function validateRecord(record: unknown): LeaseRecord {
-  return validate("lease record", recordSchema, record);
+  // zod types an absent optional field as `?: T | undefined`; parsing never adds the key.
+  return validate("lease record", recordSchema, record) as LeaseRecord;
 }
 
 /**
@@ -327,12 +380,12 @@ export function parseRecord(name: string, raw: unknown): LeaseRecord {
       throw new LeaseCorruptError(name, [{ path: "", message: "not valid JSON" }], { cause });
     }
   }
-  const result = storedRecordSchema.safeParse(value);
+  const result = storedRecordSchema.safeParse(liftLegacyFields(value));
   if (!result.success) throw new LeaseCorruptError(name, zodIssues(result.error));
   if (result.data.name !== name) {
     throw new LeaseCorruptError(name, [{ path: "name", message: `record names "${result.data.name}"` }]);
   }
-  return result.data;
+  return result.data as LeaseRecord;
 }
 
 /** A fresh id for one write. `crypto.randomUUID` exists in Node 20, workerd and browsers. */

@@ -5,7 +5,7 @@
  * requests at once. Runtime-neutral.
  */
 import type { CallOptions, LeaseStore, Stored } from "./lease.js";
-import { validateName } from "./lease.js";
+import { validateRecordName } from "./lease.js";
 
 /** `get`s in flight at once for a store without `getMany`. */
 export const DEFAULT_READ_CONCURRENCY = 16;
@@ -22,7 +22,7 @@ export async function readMany(
   names: readonly string[],
   options: CallOptions & { concurrency?: number } = {},
 ): Promise<Array<Stored | null>> {
-  for (const name of names) validateName(name);
+  for (const name of names) validateRecordName(name);
   const call: CallOptions = options.signal ? { signal: options.signal } : {};
   if (store.getMany) return store.getMany(names, call);
   const out = new Array<Stored | null>(names.length);

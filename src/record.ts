@@ -4,7 +4,35 @@
  * that won) without depending on the validation in src/lease.ts, which re-exports them.
  */
 
-/** One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`. */
+/** A process session's tenure: the session record's name and the term it held (docs/design.md §4). */
+export interface SessionRef {
+  name: string;
+  term: number;
+}
+
+/** A candidate waiting for a bound lease: its holder identity and the session it would hold it under. */
+export interface Successor {
+  holder: string;
+  session: SessionRef;
+}
+
+/**
+ * Instance proofs of an API that keeps its leases in another API (through the HTTP store): that
+ * API's own `holderDigest` and `successorDigest`, which the API behind stores and shows back but
+ * never judges by (docs/design.md §1 "Protocol fields").
+ */
+export interface UpstreamProof {
+  holderDigest?: string;
+  successorDigest?: string;
+}
+
+/**
+ * One lease (docs/design.md §1). A released lease has `holder: null` and keeps its `term`.
+ *
+ * The optional fields after `writeId` are protocol state (docs/design.md §1 "Protocol fields"):
+ * typed, validated, and written only by the code that owns them, never by a caller through
+ * `metadata`.
+ */
 export interface LeaseRecord {
   name: string;
   /** Identity of the leader, or `null` once released. */
@@ -20,6 +48,16 @@ export interface LeaseRecord {
   metadata: Record<string, string>;
   /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
   writeId: string;
+  /** A bound lease: the process session tenure it rides on (held records only; src/bound/). */
+  session?: SessionRef;
+  /** A bound lease: the candidate registered to be handed it next (held records only). */
+  successor?: Successor;
+  /** The API's proof of the holding process: the SHA-256 digest of its instance (src/api/instance.ts). */
+  holderDigest?: string;
+  /** The API's proof of the process that registered `successor`. */
+  successorDigest?: string;
+  /** Another API's proofs, kept for it when it stores its leases here through the HTTP store. */
+  upstream?: UpstreamProof;
 }
 
 /** Opaque compare-and-swap token; only the store that issued it understands it. */

@@ -147,10 +147,8 @@ describe("a holder proves it is the holder (its instance)", () => {
     });
     const stored = (await api.store.get(name))!;
     expect(JSON.stringify(stored)).not.toContain(instance);
-    expect(stored.record.metadata).toEqual({
-      addr: "10.0.0.7:80",
-      "leasehold.instance": expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
-    });
+    expect(stored.record.metadata).toEqual({ addr: "10.0.0.7:80" });
+    expect(stored.record.holderDigest).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const views = [
       acquired.text,
       (await call("GET", path(name))).text,
@@ -160,7 +158,8 @@ describe("a holder proves it is the holder (its instance)", () => {
     ];
     for (const text of views) {
       expect(text).not.toContain(instance);
-      expect(text).not.toContain("leasehold.instance");
+      expect(text).not.toContain(stored.record.holderDigest);
+      expect(text).not.toContain("Digest");
     }
   });
 
@@ -177,7 +176,8 @@ describe("a holder proves it is the holder (its instance)", () => {
     expect(r.body.errors).toEqual([
       {
         path: "metadata.leasehold.instance",
-        message: 'expected no key starting with "leasehold." (reserved for the server)',
+        message:
+          'expected no key starting with "leasehold." or "proxied.leasehold." (protocol state is the record\'s own typed fields, never metadata)',
       },
     ]);
     expect(await snapshot()).toEqual(before);
@@ -272,7 +272,8 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     const name = uniqueName("handover");
     const bob = "bob-instance-00000000000001";
     // Both process sessions live (a bound lease is held while its session is).
-    const [sessionA, sessionB] = [uniqueName("sessions/a"), uniqueName("sessions/b")];
+    const scope = uniqueName("procs");
+    const [sessionA, sessionB] = [`${scope}/_sessions/a`, `${scope}/_sessions/b`];
     for (const [n, holder, term, instance] of [
       [sessionA, "a", 1, writer],
       [sessionB, "b", 3, bob],
@@ -282,51 +283,65 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
       });
       expect(made.status).toBe(201);
     }
-    const session = { "proxied.leasehold.session": `${sessionA}@1`, app: "x" };
-    const next = `${sessionB}@3 b`;
+    const bound = { session: { name: sessionA, term: 1 }, metadata: { app: "x" } };
+    const next = { holder: "b", session: { name: sessionB, term: 3 } };
     const put = (body: Record<string, unknown>, revision: string, instance: string) =>
       call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
-    const created = await call("PUT", path(name), record({ metadata: session }), {
+    const created = await call("PUT", path(name), record(bound), {
       headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
     });
     expect(created.status).toBe(201);
+    expect(created.body.session).toEqual(bound.session);
     await clock.advance(1000);
     const before = await snapshot();
     // A registration changes the successor and nothing else: with another change it is refused.
     for (const write of [
-      record({ metadata: { ...session, app: "y", "proxied.leasehold.next": next } }),
-      record({ metadata: { ...session, "proxied.leasehold.next": next }, leaseMs: 120_000 }),
-      record({ metadata: { ...session, "proxied.leasehold.next": next }, acquiredAt: 5 }),
-      record({ metadata: { ...session, "proxied.leasehold.next": "not a successor" } }),
+      record({ ...bound, metadata: { app: "y" }, successor: next }),
+      record({ ...bound, successor: next, leaseMs: 120_000 }),
+      record({ ...bound, successor: next, acquiredAt: 5 }),
     ]) {
-      const r = await put(write, created.body.revision, mallory);
-      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "holder-in-use"]);
+      const r = await put(write, created.body.revision, bob);
+      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "protocol-field"]);
+      expect(r.body.errors[0].path).toBe("successor");
     }
-    expect(await snapshot()).toEqual(before);
-    const registration = await put(
-      record({ metadata: { ...session, "proxied.leasehold.next": next } }),
+    const malformed = await put(record({ ...bound, successor: "not a successor" }), created.body.revision, bob);
+    expect([malformed.status, malformed.body.errors[0].path]).toEqual([400, "successor"]);
+    // Only for a session the registering process holds, and for a holder other than the current one.
+    const notBobs = await put(record({ ...bound, successor: next }), created.body.revision, mallory);
+    expect([notBobs.status, kind(notBobs), notBobs.body.errors[0].path]).toEqual([
+      409,
+      "protocol-field",
+      "successor.session",
+    ]);
+    const selfNamed = await put(
+      record({ ...bound, successor: { holder: "a", session: { name: sessionB, term: 3 } } }),
       created.body.revision,
       bob,
     );
+    expect([selfNamed.status, kind(selfNamed)]).toEqual([409, "protocol-field"]);
+    const byHolder = await put(record({ ...bound, successor: next }), created.body.revision, writer);
+    expect([byHolder.status, kind(byHolder)]).toEqual([409, "protocol-field"]);
+    expect(await snapshot()).toEqual(before);
+    const registration = await put(record({ ...bound, successor: next }), created.body.revision, bob);
     expect(registration.status).toBe(200);
-    // It renews nothing (the server's renewedAt stays), shows the successor, never its digest.
+    // It renews nothing (the server's renewedAt stays), shows the successor, never a digest.
     expect(registration.body).toMatchObject({ holder: "a", term: 1, renewedAt: created.body.renewedAt });
-    expect(registration.body.metadata).toEqual({ ...session, "proxied.leasehold.next": next });
+    expect(registration.body.successor).toEqual(next);
+    expect(registration.body.metadata).toEqual({ app: "x" });
+    expect(JSON.stringify(registration.body)).not.toMatch(/Digest/);
     const stored = (await snapshot()).find((s) => s.record.name === name)!.record;
-    expect(Object.keys(stored.metadata).filter((k) => k.startsWith("leasehold."))).toEqual([
-      "leasehold.instance",
-      "leasehold.next-instance",
-    ]);
-    const handOver = (holder: string) =>
-      record({ holder, term: 2, metadata: { "proxied.leasehold.session": `${sessionB}@3` } });
+    expect([stored.holderDigest, stored.successorDigest].every((d) => /^[A-Za-z0-9_-]{43}$/.test(d ?? ""))).toBe(true);
+    expect(stored.holderDigest).not.toBe(stored.successorDigest);
+    const handOver = (holder: string) => record({ holder, term: 2, session: next.session });
     // Only the holder's process hands over, and only to the holder it names: held, it goes nowhere else.
     const byOther = await put(handOver("b"), registration.body.revision, mallory);
-    expect([byOther.status, kind(byOther)]).toEqual([409, "conflict"]);
+    expect([byOther.status, kind(byOther)]).toEqual([409, "protocol-field"]);
     const toOther = await put(handOver("mallory"), registration.body.revision, writer);
-    expect([toOther.status, kind(toOther)]).toEqual([409, "conflict"]);
+    expect([toOther.status, kind(toOther)]).toEqual([409, "protocol-field"]);
     const handed = await put(handOver("b"), registration.body.revision, writer);
     expect(handed.status).toBe(200);
-    expect(handed.body).toMatchObject({ holder: "b", term: 2 });
+    expect(handed.body).toMatchObject({ holder: "b", term: 2, session: next.session });
+    expect(handed.body.successor).toBeUndefined();
     // Term 2 is bob's process's now: the releaser cannot end it, bob can.
     const release = record({ holder: null, term: 2 });
     const byWriter = await put(release, handed.body.revision, writer);
@@ -336,11 +351,131 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     expect(byBob.body).toMatchObject({ holder: null, term: 2 });
   });
 
+  it("a registration naming the current holder never captures its next term: the holder's own re-acquisition after a lapse stays its own", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock });
+    const name = uniqueName("capture");
+    const scope = uniqueName("procs");
+    const sessionA = `${scope}/_sessions/a`;
+    const sessionX = `${scope}/_sessions/x`;
+    const create = (n: string, body: Record<string, unknown>, instance: string) =>
+      call("PUT", path(n), body, { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } });
+    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
+      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
+    expect((await create(sessionA, record({ holder: "a", leaseMs: 1000 }), writer)).status).toBe(201);
+    expect((await create(sessionX, record({ holder: "a", leaseMs: 1000 }), mallory)).status).toBe(201);
+    const lease = await create(name, record({ leaseMs: 1000, session: { name: sessionA, term: 1 } }), writer);
+    expect(lease.status).toBe(201);
+    const before = await snapshot();
+    // X offers itself under the current holder's name (its own session names holder "a" too).
+    const capture = await put(
+      record({
+        leaseMs: 1000,
+        session: { name: sessionA, term: 1 },
+        successor: { holder: "a", session: { name: sessionX, term: 1 } },
+      }),
+      lease.body.revision,
+      mallory,
+    );
+    expect([capture.status, kind(capture)]).toEqual([409, "protocol-field"]);
+    expect(capture.body.detail).toContain("another holder than the current one");
+    expect(await snapshot()).toEqual(before);
+    // The holder's lease lapses; it re-acquires plainly at term + 1, as an HttpStore elector does.
+    await clock.advance(3000);
+    const again = await put(record({ leaseMs: 1000, term: 2 }), lease.body.revision, writer);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ holder: "a", term: 2 });
+    // It stays the holder's own: it renews it, and X cannot.
+    const byX = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, mallory);
+    expect([byX.status, kind(byX)]).toEqual([409, "holder-in-use"]);
+    const renewed = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, writer);
+    expect(renewed.status).toBe(200);
+  });
+
+  it("a lease binds only to a live process session the writing process holds, inside its token's prefixes: another's session, a lease name or a record outside the scope are refused, and nothing is judged by them", async () => {
+    const tokens = [
+      ...TOKEN_SCOPES,
+      { name: "w", token: "w-only-token-0123456789abc", prefixes: ["w/"], verbs: ["read", "write", "cas"] as const },
+    ];
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock, tokens: tokens as never });
+    const create = (n: string, body: Record<string, unknown>, instance: string, token?: string) =>
+      call("PUT", path(n), body, {
+        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
+        ...(token ? { token } : {}),
+      });
+    const other = `b/${uniqueName("o")}`.replace(/\/o$/, "/_sessions/x");
+    expect((await create(other, record({ holder: "a" }), mallory)).status).toBe(201);
+    const mine = `w/${uniqueName("procs")}/_sessions/a`;
+    expect((await create(mine, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
+    const plain = `w/${uniqueName("plain")}`;
+    expect((await create(plain, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
+    const before = await snapshot();
+    for (const [session, why] of [
+      [{ name: other, term: 1 }, "outside this token's prefixes"],
+      [{ name: plain, term: 1 }, "is not a process session record"],
+      [{ name: mine, term: 2 }, "is not held by"],
+      [{ name: `w/${uniqueName("none")}/_sessions/z`, term: 1 }, "does not exist"],
+    ] as const) {
+      const r = await create(`w/${uniqueName("l")}`, record({ session }), writer, "w-only-token-0123456789abc");
+      expect([r.status, kind(r), r.body.errors?.[0]?.path], JSON.stringify(session)).toEqual([
+        409,
+        "protocol-field",
+        "session",
+      ]);
+      expect(r.body.detail).toContain(why);
+    }
+    // Another process's session, inside the scope: refused too (the admin token, so only the instance differs).
+    const theirs = await create(`w/${uniqueName("l")}`, record({ session: { name: mine, term: 1 } }), mallory);
+    expect([theirs.status, kind(theirs)]).toEqual([409, "protocol-field"]);
+    expect(theirs.body.detail).toContain("held by another process");
+    expect(await snapshot()).toEqual(before);
+    const ok = await create(
+      `w/${uniqueName("l")}`,
+      record({ session: { name: mine, term: 1 } }),
+      writer,
+      "w-only-token-0123456789abc",
+    );
+    expect(ok.status).toBe(201);
+  });
+
+  it("protocol state never rides in metadata: leasehold.* and proxied.leasehold.* keys are refused by name on every write route, and listings stay whole", async () => {
+    const { call, snapshot } = harness();
+    const name = uniqueName("poison");
+    const before = await snapshot();
+    for (const key of [
+      "proxied.leasehold.session",
+      "leasehold.session",
+      "proxied.leasehold.next",
+      "leasehold.instance",
+    ]) {
+      const metadata = { [key]: "NOT A NAME@1" };
+      const acquired = await call("POST", path(name, "/acquire"), {
+        holder: "h",
+        instance: writer,
+        leaseMs: 60_000,
+        metadata,
+      });
+      expect([acquired.status, acquired.body.errors?.[0]?.path]).toEqual([400, `metadata.${key}`]);
+      const raw = await call("PUT", path(name), record({ metadata }), {
+        headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
+      });
+      expect([raw.status, raw.body.errors?.[0]?.path]).toEqual([400, `metadata.${key}`]);
+    }
+    const badRef = await call("PUT", path(name), record({ session: { name: "NOT A NAME", term: 1 } }), {
+      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
+    });
+    expect([badRef.status, badRef.body.errors?.[0]?.path]).toEqual([400, "session.name"]);
+    expect(await snapshot()).toEqual(before);
+    const listing = await call("GET", "/v1/leases?prefix=");
+    expect(listing.status).toBe(200);
+  });
+
   it("a lease bound to a process session is held while that session lives: GET, watch and the plain acquire say so past its own stamps, and it is free once the session ends", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
     const { api, call, snapshot } = harness({ clock });
     const client = new LeaseholdClient({ baseUrl: api.url, fetch: api.fetch, token: TOKENS.admin, retries: 0 });
-    const sessionName = uniqueName("sessions/a");
+    const sessionName = `${uniqueName("procs")}/_sessions/a`;
     const name = uniqueName("bound");
     const put = (n: string, body: Record<string, unknown>, revision: string | null) =>
       call("PUT", path(n), body, {
@@ -351,11 +486,7 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
       });
     let session = await put(sessionName, record({ leaseMs: 1000 }), null);
     expect(session.status).toBe(201);
-    const bound = await put(
-      name,
-      record({ leaseMs: 1000, metadata: { "proxied.leasehold.session": `${sessionName}@1` } }),
-      null,
-    );
+    const bound = await put(name, record({ leaseMs: 1000, session: { name: sessionName, term: 1 } }), null);
     expect(bound.status).toBe(201);
     // Well past the lease's own renewedAt + leaseMs, with the session renewed all along.
     for (let i = 0; i < 10; i++) {

@@ -3,11 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { sameSuccessor } from "../src/bound/refs.js";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { isLeaseValidationError, LeaseStillHeldError } from "../src/errors.js";
-import { type CallOptions, type LeaseRecord, NEXT_KEY, type Revision, type Stored } from "../src/lease.js";
+import type { CallOptions, LeaseRecord, Revision, Stored } from "../src/lease.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
@@ -24,7 +25,8 @@ class RefusesCandidacy extends StoreWrapper {
   override async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
     const current = expected === null ? null : await this.inner.get(next.name);
     const r = current?.record;
-    if (r && r.holder === next.holder && r.term === next.term && r.metadata[NEXT_KEY] !== next.metadata[NEXT_KEY]) {
+    const changed = r?.successor !== next.successor && !sameSuccessor(r?.successor, next.successor);
+    if (r && r.holder === next.holder && r.term === next.term && changed) {
       throw new LeaseStillHeldError(next.name, `"${next.name}" is held by another process`, undefined);
     }
     return super.put(next, expected, options);
@@ -46,7 +48,7 @@ describe("bound leases: cost", () => {
     const clock = new ManualClock();
     const tracked = new TrackedStore(new MemoryStore());
     clock.idle = () => tracked.settle();
-    const session = openSession({ store: tracked, name: "sessions/p1", leaseMs: 1000, jitter: 0, clock });
+    const session = openSession({ store: tracked, name: "_sessions/p1", leaseMs: 1000, jitter: 0, clock });
     const electors = Array.from({ length: 1000 }, (_, i) => session.elector({ name: `jobs/lease-${i}` }));
     for (const e of electors) e.start();
     await clock.advance(0);
@@ -77,9 +79,15 @@ describe("bound leases: options", () => {
     expect(refused(() => openSession({ store, identity: "a b/c" }))).toMatch(/name.*give name/);
     expect(refused(() => openSession({ store, leaseMs: 1000, renewMs: 950 }))).toMatch(/renewMs/);
     expect(refused(() => openSession({ store, leaseMS: 5 } as never))).toMatch(/leaseMS: unknown field/);
-    const session = openSession({ store, name: "sessions/opts", leaseMs: 1000 });
-    expect(refused(() => session.elector({ name: "sessions/opts" }))).toMatch(/session record/);
-    expect(refused(() => session.elector({ name: "x", metadata: { "leasehold.session": "y@1" } }))).toMatch(/reserved/);
+    const session = openSession({ store, name: "_sessions/opts", leaseMs: 1000 });
+    // A protocol record's name is no lease name: the session record cannot be a lease of its own.
+    expect(refused(() => session.elector({ name: "_sessions/opts" }))).toMatch(/name: expected 1-192 characters/);
+    expect(refused(() => session.elector({ name: "x", metadata: { "leasehold.session": "y@1" } }))).toMatch(
+      /metadata\.leasehold\.session: expected no key starting with "leasehold\." or "proxied\.leasehold\."/,
+    );
+    expect(refused(() => session.elector({ name: "x", metadata: { "proxied.leasehold.next": "y@1 z" } }))).toMatch(
+      /metadata\.proxied\.leasehold\.next: expected no key/,
+    );
     expect(refused(() => session.elector({ name: "x", handover: "yes" } as never))).toMatch(/handover/);
     session.elector({ name: "x" });
     expect(refused(() => session.elector({ name: "x" }))).toMatch(/one elector per lease/);
@@ -93,7 +101,14 @@ describe("bound leases: one mode per lease name", () => {
     const clock = new ManualClock();
     const tracked = new TrackedStore(new MemoryStore());
     clock.idle = () => tracked.settle();
-    const session = openSession({ store: tracked, name: "sessions/b", identity: "b", leaseMs: 1000, jitter: 0, clock });
+    const session = openSession({
+      store: tracked,
+      name: "_sessions/b",
+      identity: "b",
+      leaseMs: 1000,
+      jitter: 0,
+      clock,
+    });
     const bound = session.elector({ name: "jobs/mixed" });
     bound.start();
     await clock.advance(0);
@@ -112,7 +127,7 @@ describe("bound leases: one mode per lease name", () => {
     expect(plain.current.isLeader).toBe(false);
     expect(elected).toEqual([]);
     expect(errors).toEqual([
-      'lease "jobs/mixed" is bound to the process session sessions/b@1 (a session.elector\'s): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease',
+      'lease "jobs/mixed" is bound to the process session _sessions/b@1 (a session.elector\'s): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease',
     ]);
     await session.close();
     await clock.advance(1000);

@@ -45,7 +45,7 @@ it("tracks a lease bound to a process session the same way: the session's renewa
   const metrics = new ElectorMetrics(clock);
   const session = openSession({
     store: new MemoryStore(),
-    name: "sessions/a",
+    name: "_sessions/a",
     identity: "a",
     ...TIMING,
     clock,

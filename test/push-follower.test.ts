@@ -94,7 +94,7 @@ it("a process leading 12 leases holds no stream; 12 followers under a bound of 4
 it("bound leases: a process session leading 12 leases holds no stream either", async () => {
   const prefix = uniqueName("push-bound");
   const store: LeaseStore = new CountedStreams();
-  const session = openSession({ store, name: `${prefix}/sessions/a`, identity: "a", leaseMs: LEASE_MS });
+  const session = openSession({ store, name: `${prefix}/_sessions/a`, identity: "a", leaseMs: LEASE_MS });
   const electors = Array.from({ length: LEASES }, (_, i) => session.elector({ name: `${prefix}/${i}` }));
   const elected = electors.map((e) => new Promise<void>((resolve) => e.on("elected", () => resolve())));
   for (const e of electors) e.start();

@@ -83,6 +83,7 @@ export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
     by: principalName(principal),
     key: callerKey(c),
     quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
+    mayWrite: (other) => deps.auth.authorize(principal, "cas", other).ok,
     renewalsOnly: c.get("renewalsOnly"),
   };
 }

@@ -19,7 +19,7 @@
  * changed least recently is forgotten first). Reserved metadata (`leasehold.*`) is never kept.
  * Runtime-neutral.
  */
-import { callerMetadata, type Stored } from "../lease.js";
+import type { Stored } from "../lease.js";
 
 export type TermEnd =
   | { kind: "released"; at: number }
@@ -103,7 +103,7 @@ export class LeaseHistory {
       } else {
         last.holder = r.holder;
         last.leaseMs = r.leaseMs;
-        last.metadata = callerMetadata(r.metadata);
+        last.metadata = r.metadata;
       }
       last.renewedAt = r.renewedAt;
       return;
@@ -120,7 +120,7 @@ export class LeaseHistory {
       acquiredAt: r.acquiredAt,
       renewedAt: r.renewedAt,
       leaseMs: r.leaseMs,
-      metadata: callerMetadata(r.metadata),
+      metadata: r.metadata,
       seenAt: this.wallNow(),
       end: r.holder === null ? { kind: "released", at: r.renewedAt } : null,
     });

@@ -1,10 +1,10 @@
 /**
  * What a holder or a member proves (docs/security.md): the `instance` it picked at start-up. The
- * server keeps only its SHA-256 digest, in the record's reserved metadata key
- * `leasehold.instance` (docs/design.md §1), never the instance itself, and no response shows the
- * digest either (reserved keys are hidden from views). Runtime-neutral (Web Crypto).
+ * server keeps only its SHA-256 digest, in the record's typed protocol field `holderDigest`
+ * (docs/design.md §1), never the instance itself; no response shows the digest. Runtime-neutral
+ * (Web Crypto).
  */
-import { INSTANCE_DIGEST_KEY, type LeaseRecord } from "../lease.js";
+import type { LeaseRecord } from "../lease.js";
 
 /** SHA-256 of the instance, base64url without padding: 43 characters. */
 export async function instanceDigest(instance: string): Promise<string> {
@@ -16,10 +16,5 @@ export async function instanceDigest(instance: string): Promise<string> {
 
 /** The digest a record carries, or undefined (a record written by a library elector, or before digests). */
 export function digestOf(record: LeaseRecord): string | undefined {
-  return record.metadata[INSTANCE_DIGEST_KEY];
-}
-
-/** `metadata` with the instance digest set. */
-export function withDigest(metadata: Record<string, string>, digest: string): Record<string, string> {
-  return { ...metadata, [INSTANCE_DIGEST_KEY]: digest };
+  return record.holderDigest;
 }

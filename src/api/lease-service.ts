@@ -14,15 +14,17 @@
  * process registered (src/api/bound-leases.ts). A record of a sharded group is written only by its
  * group routes (src/api/group-records.ts).
  */
+
+import { withoutTenure } from "../bound/refs.js";
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
-import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
-import { boundSession, succession } from "./bound-leases.js";
+import { boundSession, refused, type SessionCheck, sessionRefusal, succession } from "./bound-leases.js";
 import { groupShape, isGroupConfig } from "./group-records.js";
-import { digestOf, instanceDigest, withDigest } from "./instance.js";
+import { digestOf, instanceDigest } from "./instance.js";
 import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
@@ -44,6 +46,8 @@ export interface Caller {
   key: CallerKey;
   /** The prefix the caller's records are counted under (its covering scope prefix). */
   quotaPrefix: string;
+  /** Whether the caller's token lets it write `name` too (a session a bound lease names). */
+  mayWrite: (name: string) => boolean;
   /**
    * Set when the request was admitted on the share of the server reserved for current holders
    * (src/api/admission.ts) though its route could also be an acquisition (acquire, the raw PUT):
@@ -155,7 +159,8 @@ export class LeaseService {
         return {
           ...r,
           leaseMs: req.leaseMs,
-          metadata: withDigest(req.metadata ?? callerMetadata(r.metadata), digest),
+          metadata: req.metadata ?? r.metadata,
+          holderDigest: digest,
           renewedAt: wall,
           writeId: newWriteId(),
         };
@@ -171,7 +176,8 @@ export class LeaseService {
         leaseMs: req.leaseMs,
         acquiredAt: wall,
         renewedAt: wall,
-        metadata: withDigest(req.metadata ?? {}, digest),
+        metadata: req.metadata ?? {},
+        holderDigest: digest,
         writeId: newWriteId(),
       };
     });
@@ -197,7 +203,7 @@ export class LeaseService {
       if (r.holder === null && r.term === req.term) return digestOf(r) === digest ? "unchanged" : undefined;
       if (r.holder !== req.holder || r.term !== req.term) return undefined;
       if (digestOf(r) !== digest) throw holderInUse(name, current!);
-      return { ...r, holder: null, renewedAt: wall, writeId: newWriteId() };
+      return { ...withoutTenure(r), holder: null, renewedAt: wall, writeId: newWriteId() };
     });
   }
 
@@ -222,11 +228,11 @@ export class LeaseService {
       });
     }
     const digest = await instanceDigest(instance);
-    const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
+    const next: LeaseRecord = { name, ...(body as Omit<LeaseRecord, "name">), holderDigest: digest, renewedAt: wall };
     const current = await this.get(name);
     const held = current ? await this.heldState(current, wall) : undefined;
     // A successor's registration, or the holder's hand-over to it (src/api/bound-leases.ts).
-    const write = succession(current?.record, next, digest);
+    const write = succession(current?.record, next, digest, held !== undefined && !held.free);
     // Admitted only as a renewal (src/api/admission.ts): refused first if it is none. A hand-over
     // is the holder's release to its successor, admitted as its release would be.
     if (caller.renewalsOnly && write.kind !== "hand-over" && !this.holdersOwnWrite(current, next, digest, held)) {
@@ -246,11 +252,32 @@ export class LeaseService {
         errors: [{ path: "term", message: `expected at most ${MAX_CREATED_TERM} for a new lease` }],
       });
     }
+    for (const check of write.checks) await this.checkSession(check, caller);
+    if (write.replaces && (await this.sessionRefusalOf(write.replaces)) === undefined) {
+      throw refused("successor", "another process's successor is registered, and its session lives");
+    }
     if (write.kind === "other") this.enforceHolding(name, current, next, digest, held);
     if (current === null) await this.admitCreate(caller);
     const outcome = await this.write(name, write.record, current, caller.by);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
+  }
+
+  /**
+   * Refuses (409 protocol-field) a write naming a session the writing process does not hold, or one
+   * outside the caller's scope (src/api/bound-leases.ts): one read of that session record.
+   */
+  private async checkSession(check: SessionCheck, caller: Caller): Promise<void> {
+    if (!caller.mayWrite(check.ref.name)) {
+      throw refused(check.field, `the session record "${check.ref.name}" is outside this token's prefixes`);
+    }
+    const why = await this.sessionRefusalOf(check);
+    if (why !== undefined) throw refused(check.field, why);
+  }
+
+  private async sessionRefusalOf(check: SessionCheck): Promise<string | undefined> {
+    const session = (await this.get(check.ref.name))?.record;
+    return sessionRefusal(check, session, session === undefined || this.isFree(session));
   }
 
   /** Throws a 400 naming `header` when `revision` cannot be one this store issued. */

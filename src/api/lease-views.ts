@@ -3,7 +3,7 @@
  * maxSkewMs` has passed on this instance's wall clock (docs/design.md §3), a bucket of a sharded
  * group held while its owner's session lives (src/api/group-records.ts), a bound lease while the
  * process session it names does (src/api/bound-leases.ts), and the view without the server's
- * reserved metadata. Reads made here (a group's config, a bucket owner's session) go to
+ * own proofs (the instance digests). Reads made here (a group's config, a bucket owner's session) go to
  * the store and nowhere else: they are not published to the watch hub. So the watch streams,
  * which judge records when the hub tells them of a change, never call back into what publishes
  * to the hub (docs/design.md §5, "One way"). Runtime-neutral.
@@ -11,13 +11,13 @@
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import type { LeaseView } from "../http/schemas.js";
-import { callerMetadata, type LeaseRecord, type LeaseStore, type Stored } from "../lease.js";
+import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { memberName } from "../sharding/layout.js";
 import { boundSession, boundState } from "./bound-leases.js";
 import { type BucketState, GroupRecords, groupShape } from "./group-records.js";
 import { ProblemError } from "./problems.js";
 
-/** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no reserved key. */
+/** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no instance proof. */
 export function toView(stored: Stored, held?: BucketState): LeaseView {
   const r = stored.record;
   return {
@@ -28,8 +28,11 @@ export function toView(stored: Stored, held?: BucketState): LeaseView {
     acquiredAt: r.acquiredAt,
     renewedAt: r.renewedAt,
     expiresAt: held?.expiresAt ?? r.renewedAt + r.leaseMs,
-    metadata: callerMetadata(r.metadata),
+    metadata: r.metadata,
     writeId: r.writeId,
+    ...(r.session ? { session: r.session } : {}),
+    ...(r.successor ? { successor: r.successor } : {}),
+    ...(r.upstream ? { upstream: r.upstream } : {}),
     revision: stored.revision,
   };
 }

@@ -28,6 +28,7 @@ import {
   NameParam,
   Problem,
   RecordBody,
+  RecordNameParam,
   TermBody,
   WatchEvent,
   wirePatterns,
@@ -344,7 +345,7 @@ export function apiRoutes(secured: boolean) {
       tags: ["leases"],
       summary: "Read one lease (strongly consistent)",
       ...security,
-      request: { params: NameParam },
+      request: { params: RecordNameParam },
       responses: {
         200: {
           ...leaseWithTag("The lease; ETag is its revision"),
@@ -373,14 +374,14 @@ export function apiRoutes(secured: boolean) {
       ].join(" "),
       ...security,
       parameters: [ifMatch, ifNoneMatch, instanceHeader],
-      request: { params: NameParam, ...body(RecordBody) },
+      request: { params: RecordNameParam, ...body(RecordBody) },
       responses: {
         200: { ...leaseWithTag("Replaced"), links: { read: { operationId: "getLease", parameters: { name } } } },
         201: { ...leaseWithTag("Created"), links: { read: { operationId: "getLease", parameters: { name } } } },
         400: invalid,
         ...auth,
         409: problem(
-          `\`term-rule\`: the write breaks a term rule (\`rule\` names it); \`conflict\`: the lease is still held by another holder (Retry-After: when the server expects it free) or expired in this term; ${heldElsewhere}. \`lease\` is the current record for a token that may read it; nothing was written`,
+          `\`term-rule\`: the write breaks a term rule (\`rule\` names it); \`conflict\`: the lease is still held by another holder (Retry-After: when the server expects it free) or expired in this term; ${heldElsewhere}; \`protocol-field\`: a \`session\` or \`successor\` the writing process does not hold (a lease binds only to a live process session of the writer's own, inside its token's prefixes; a successor only by a write that changes nothing else, from a process other than the holder's, naming another holder; \`errors\` names the field). \`lease\` is the current record for a token that may read it; nothing was written`,
           maybeRetryAfter,
         ),
         412: problem("Not at that revision, or it exists (If-None-Match: *): `lease` is the current record"),
@@ -414,7 +415,7 @@ export function apiRoutes(secured: boolean) {
       summary: "Follow one lease as Server-Sent Events",
       ...security,
       parameters: [lastEventId],
-      request: { params: NameParam },
+      request: { params: RecordNameParam },
       responses: {
         200: watchStream,
         400: invalid,
@@ -569,7 +570,7 @@ export function documentParts(secured: boolean) {
   return {
     info: {
       title: "leasehold",
-      version: "1",
+      version: "2",
       description: [
         "Leader election leases over compare-and-swap storage, with fencing tokens (`term`).",
         auth,

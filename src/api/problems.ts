@@ -17,6 +17,7 @@ const kinds = {
   "not-a-group": [409, "Group name taken by another record"],
   "term-exhausted": [409, "No term left for this lease"],
   "term-rule": [409, "Write breaks a lease invariant"],
+  "protocol-field": [409, "Protocol field not the writer's to set"],
   "session-ended": [409, "Member session has ended"],
   "member-in-use": [409, "Member id in use by another process"],
   "bucket-not-held": [409, "Bucket not held at that term"],

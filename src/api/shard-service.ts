@@ -63,7 +63,7 @@ import {
 } from "../sharding/next-records.js";
 import { type Plan, planShards } from "../sharding/plan.js";
 import { isGroupConfig } from "./group-records.js";
-import { digestOf, instanceDigest, withDigest } from "./instance.js";
+import { digestOf, instanceDigest } from "./instance.js";
 import type { Caller, LeaseService } from "./lease-service.js";
 import { ProblemError } from "./problems.js";
 
@@ -94,7 +94,7 @@ function sinceOf(m: MemberInfo): number {
 }
 
 // ---- what a member proves: its instance (docs/security.md) ----
-// The caller's `instance` is never stored: its digest is, in the session record's reserved key.
+// The caller's `instance` is never stored: its digest is, in the session record's `holderDigest`.
 // The `proof` of a call is the instance and its digest; a session record written before digests
 // (plain `instance` metadata) is recognised once, and rewritten with the digest by the renewal.
 
@@ -138,8 +138,8 @@ export class ShardService {
       if (before.staleConfig) continue; // a re-shard under way: read the config again
       if (!mine) await this.leases.admitCreate(caller);
       const since = step.stays && mine ? sinceOf(mine) : wall;
-      const metadata = withDigest({ ...memberMetadata(before.wants), [SINCE]: String(since) }, proof.digest);
-      const next = sessionRecord(name, member, step, mine, req, metadata, wall);
+      const metadata = { ...memberMetadata(before.wants), [SINCE]: String(since) };
+      const next = { ...sessionRecord(name, member, step, mine, req, metadata, wall), holderDigest: proof.digest };
       const outcome = await this.leases.writeChecked(name, next, mine?.stored ?? null, caller.by);
       if (outcome.kind === "lost") continue;
       state.members.set(member, decodeMember(group, outcome.stored)!);
@@ -225,7 +225,8 @@ export class ShardService {
       const next: LeaseRecord = {
         ...mine.stored.record,
         holder: null,
-        metadata: withDigest({}, proof.digest),
+        metadata: {},
+        holderDigest: proof.digest,
         renewedAt: wall,
         writeId: newWriteId(),
       };

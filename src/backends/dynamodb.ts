@@ -5,7 +5,7 @@
  */
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
+import { type LeaseStore, PROTOCOL_FIELDS } from "../lease.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
 import type { Backend } from "./backend.js";
 import * as parts from "./url.js";
@@ -40,8 +40,20 @@ export interface DynamoDbStoreOptions {
   scanPageSize?: number;
 }
 
-/** The record fields kept as attributes beside the key, `rev` and the TTL attribute. */
-export const RECORD_ATTRIBUTES = ["holder", "term", "leaseMs", "acquiredAt", "renewedAt", "metadata", "writeId"];
+/**
+ * The record fields kept as attributes beside the key, `rev` and the TTL attribute: the fields
+ * every record has, then the optional protocol fields (docs/design.md §1), present only when set.
+ */
+export const RECORD_ATTRIBUTES = [
+  "holder",
+  "term",
+  "leaseMs",
+  "acquiredAt",
+  "renewedAt",
+  "metadata",
+  "writeId",
+  ...PROTOCOL_FIELDS,
+];
 export const REV = "rev";
 const RESERVED = new Set([REV, "name", ...RECORD_ATTRIBUTES]);
 

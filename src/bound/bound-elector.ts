@@ -33,9 +33,18 @@ import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
-import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import type { SessionObserver } from "./observer.js";
-import { boundMetadata, type SessionRef, type Successor, sameRef, sessionOf, successorOf } from "./refs.js";
+import {
+  type SessionRef,
+  type Successor,
+  sameRef,
+  sameSuccessor,
+  sessionOf,
+  successorOf,
+  withoutSuccessor,
+  withoutTenure,
+} from "./refs.js";
 
 /** What a bound elector needs of its session (`LeaseSession` implements it). */
 export interface SessionPort {
@@ -329,15 +338,16 @@ export class BoundElector {
       const wall = this.session.clock.wallNow();
       const next: LeaseRecord = to
         ? {
-            ...r,
+            ...withoutTenure(r),
             holder: to.holder,
             term: r.term + 1,
             acquiredAt: wall,
             renewedAt: wall,
-            metadata: boundMetadata({}, to.session),
+            metadata: {},
+            session: to.session,
             writeId: newWriteId(),
           }
-        : { ...r, holder: null, metadata: callerMetadata(r.metadata), renewedAt: wall, writeId: newWriteId() };
+        : { ...withoutTenure(r), holder: null, renewedAt: wall, writeId: newWriteId() };
       const until = this.session.peek()?.until ?? 0;
       const outcome = await this.writer.write(next, h.stored.revision, {
         timeoutMs: until - this.session.clock.now(),
@@ -470,7 +480,8 @@ export class BoundElector {
       leaseMs: this.leaseMs,
       acquiredAt: wall,
       renewedAt: wall,
-      metadata: boundMetadata(this.o.metadata, { name: this.session.name, term }),
+      metadata: this.o.metadata,
+      session: { name: this.session.name, term },
       writeId: newWriteId(),
     };
     // Claimed before it is sent: our own record is never mistaken for a hand-over to us.
@@ -490,10 +501,7 @@ export class BoundElector {
     if (term === undefined || !bound) return;
     const next: LeaseRecord = {
       ...current.record,
-      metadata: boundMetadata(current.record.metadata, bound, {
-        holder: this.identity,
-        session: { name: this.session.name, term },
-      }),
+      successor: { holder: this.identity, session: { name: this.session.name, term } },
       renewedAt: this.session.clock.wallNow(),
       writeId: newWriteId(),
     };
@@ -535,9 +543,7 @@ export class BoundElector {
       const next = successorOf(r);
       const registered = next?.holder === this.identity && next.session.name === this.session.name;
       if (!handed && !registered) return;
-      const write: LeaseRecord = handed
-        ? { ...r, holder: null, metadata: callerMetadata(r.metadata) }
-        : { ...r, metadata: ref ? boundMetadata(r.metadata, ref) : callerMetadata(r.metadata) };
+      const write: LeaseRecord = handed ? { ...withoutTenure(r), holder: null } : withoutSuccessor(r);
       if (handed) this.session.claim(this.name, r.term);
       const outcome = await this.writer.write(
         { ...write, renewedAt: this.session.clock.wallNow(), writeId: newWriteId() },
@@ -596,10 +602,6 @@ export class BoundElector {
       this.wake();
     }
   }
-}
-
-function sameSuccessor(a: Successor, b: Successor | undefined): boolean {
-  return b !== undefined && a.holder === b.holder && sameRef(a.session, b.session);
 }
 
 export type { SessionRef };

@@ -6,7 +6,7 @@
  * watchdog, ambiguous writes resolved by `writeId`, re-established at term + 1, never revived.
  *
  * ```ts
- * const session = openSession({ store, name: "sessions/worker-1" });
+ * const session = openSession({ store, name: "workers/_sessions/worker-1" });
  * const elector = session.elector({ name: "jobs/billing" });   // Elector's interface
  * await runLeader(elector, async ({ term, signal }) => { ... });
  * await session.close();                                         // releases its leases, then itself
@@ -20,13 +20,14 @@ import { type ResolvedTiming, resolveTiming, storeField, timingFields } from "..
 import type { ElectorOptions } from "../elector.js";
 import { type FieldIssue, LeaseValidationError, type LossReason } from "../errors.js";
 import {
-  callerMetadataSchema,
   holderSchema,
   type LeaseRecord,
   type LeaseStore,
-  NAME_PATTERN,
+  metadataSchema,
   nameSchema,
   newWriteId,
+  SESSION_NAME_PATTERN,
+  sessionNameSchema,
   zodIssues,
 } from "../lease.js";
 import { MemberSession, type SessionLossReason } from "../sharding/session.js";
@@ -54,8 +55,10 @@ export interface SessionOptions
     | "random"
   > {
   /**
-   * The session record's name (the lease-name rule). Default `sessions/<identity>`; give a stable
-   * one per process slot, so a restarted process reuses its record instead of adding one.
+   * The session record's name, `[<scope>/]_sessions/<id>` (a protocol record: no lease name can
+   * be one). Default `_sessions/<identity>`; give a stable one per process slot, so a restarted
+   * process reuses its record instead of adding one, and a scope inside your token's prefixes when
+   * the store is the HTTP API (`adapters/_sessions/worker-1`).
    */
   name?: string;
 }
@@ -77,7 +80,7 @@ export interface BoundElectorOptions {
 const sessionSchema = z.strictObject(
   {
     store: storeField(["get", "put"], "expected a LeaseStore (an object with get and put)"),
-    name: nameSchema.optional(),
+    name: sessionNameSchema.optional(),
     identity: holderSchema.optional(),
     ...timingFields,
   },
@@ -87,7 +90,7 @@ const sessionSchema = z.strictObject(
 const electorSchema = z.strictObject(
   {
     name: nameSchema,
-    metadata: callerMetadataSchema.default({}),
+    metadata: metadataSchema.default({}),
     graceMs: timingFields.renewMs.unwrap().nonnegative().optional(),
     handover: z.boolean({ error: "expected true or false" }).default(true),
   },
@@ -132,11 +135,11 @@ export class LeaseSession implements SessionPort {
     const issues: FieldIssue[] = [];
     this.timing = resolveTiming(o, issues, "the session");
     const identity = o.identity ?? `session-${newWriteId().slice(0, 8)}`;
-    const name = o.name ?? `sessions/${identity}`;
-    if (o.name === undefined && !NAME_PATTERN.test(name)) {
+    const name = o.name ?? `_sessions/${identity}`;
+    if (o.name === undefined && !SESSION_NAME_PATTERN.test(name)) {
       issues.push({
         path: "name",
-        message: `expected a session record name: the identity ${JSON.stringify(identity)} does not make one (sessions/<identity>), give name`,
+        message: `expected a session record name: the identity ${JSON.stringify(identity)} does not make one (_sessions/<identity>), give name`,
       });
     }
     if (issues.length > 0) throw new LeaseValidationError("session options", issues);

@@ -31,7 +31,7 @@
  */
 import type { Clock } from "../clock.js";
 import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, SESSION_KEY, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
@@ -411,7 +411,7 @@ export class LeaseHolder {
     const stored = known.stored;
     const r = stored?.record;
     if (!stored || !r || r.holder === null || stored.revision === this.ownRevision) return known.at;
-    const session = r.metadata[SESSION_KEY];
+    const session = r.session;
     if (session !== undefined) {
       // A lease bound to a process session (src/bound/) is valid while that session is, and its
       // record is not rewritten by the session's renewals: by observed time it would be taken
@@ -419,7 +419,7 @@ export class LeaseHolder {
       if (this.refusedBound !== stored.revision) {
         this.refusedBound = stored.revision;
         const error = new LeaseStoreError(
-          `lease "${r.name}" is bound to the process session ${session} (a session.elector's): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease`,
+          `lease "${r.name}" is bound to the process session ${session.name}@${session.term} (a session.elector's): an Elector never takes it over, as it cannot tell whether that session lives; use one mode for every candidate of a lease`,
           { ambiguous: false },
         );
         this.events.emit("error", { error, during: "acquire" });

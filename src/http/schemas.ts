@@ -14,17 +14,20 @@
  */
 import { z } from "zod";
 import {
-  callerMetadataSchema,
+  digestSchema,
   holderSchema,
   MAX_HOLDER_LENGTH,
   MAX_LEASE_MS,
   MAX_METADATA_BYTES,
   MAX_NAME_LENGTH,
   MIN_LEASE_MS,
+  metadataSchema,
   NAME_PATTERN,
   NAME_RULE,
   prefixSchema,
-  RESERVED_METADATA_PREFIX,
+  RECORD_NAME_PATTERN,
+  RECORD_NAME_RULE,
+  RESERVED_METADATA_PREFIXES,
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
@@ -83,8 +86,8 @@ const holder = holderSchema.meta({
   example: "billing-7f9c",
 });
 
-const metadata = callerMetadataSchema.meta({
-  description: `A small string map, at most ${MAX_METADATA_BYTES} bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "${RESERVED_METADATA_PREFIX}" are the server's own: refused in requests, never shown`,
+const metadata = metadataSchema.meta({
+  description: `A small string map of the caller's own, at most ${MAX_METADATA_BYTES} bytes as UTF-8 JSON (rewritten on every renewal); keys starting with ${RESERVED_METADATA_PREFIXES.map((p) => `"${p}"`).join(" or ")} are refused: the protocol's state is the record's typed fields, never metadata`,
   example: { addr: "10.0.0.7:8080" },
 });
 
@@ -138,12 +141,74 @@ export const leaseName = wireName.meta({
   example: "adapters/billing",
 });
 
+/**
+ * Any record's name on the wire: a lease name, or a protocol record's (a process session's, a
+ * sharded group's): what GET, listings and a bound lease's `session` may name.
+ */
+const wireRecordName = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty name", abort: true })
+  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
+  .regex(RECORD_NAME_PATTERN, { error: RECORD_NAME_RULE });
+
+export const recordName = wireRecordName.meta({
+  description: `A record's name: a lease name (${nameDescription}), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)`,
+  example: "adapters/billing",
+});
+
+const sessionRef = z
+  .strictObject(
+    {
+      name: wireRecordName.meta({ description: "The process session record's name ([<scope>/]_sessions/<id>)" }),
+      term: term(1).meta({ description: "The session's term the lease rides on" }),
+    },
+    { error: "expected { name, term }" },
+  )
+  .meta({
+    id: "SessionRef",
+    description:
+      "A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds",
+  });
+
+const successor = z
+  .strictObject({ holder, session: sessionRef }, { error: "expected { holder, session: { name, term } }" })
+  .meta({
+    id: "Successor",
+    description:
+      "A candidate registered to be handed a bound lease at its holder's next graceful stop, in one write: an offer by another process, holding `session`",
+  });
+
+const upstream = z
+  .strictObject(
+    {
+      holderDigest: digestSchema.optional().meta({ description: "The API above's holder proof (a digest)" }),
+      successorDigest: digestSchema.optional().meta({ description: "The API above's successor proof (a digest)" }),
+    },
+    { error: "expected { holderDigest?, successorDigest? }" },
+  )
+  .meta({
+    id: "UpstreamProof",
+    description:
+      "Set only by another leasehold API that keeps its leases here through the HTTP store: its own instance proofs, stored and shown back unchanged; this server never judges by them",
+  });
+
 export const NameParam = z.object({
   name: wireName.meta({
     param: {
       name: "name",
       in: "path",
       description: `The lease name (${nameDescription}), percent-encoded as one path segment: each "/" is sent as %2F, as RFC 3986 and OpenAPI's simple style encode a path parameter (adapters/billing is /v1/leases/adapters%2Fbilling)`,
+    },
+    example: "adapters/billing",
+  }),
+});
+
+export const RecordNameParam = z.object({
+  name: wireRecordName.meta({
+    param: {
+      name: "name",
+      in: "path",
+      description: `The record's name (a lease name, ${nameDescription}; or a protocol record's, [<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>), percent-encoded as one path segment: each "/" is sent as %2F (adapters/billing is /v1/leases/adapters%2Fbilling)`,
     },
     example: "adapters/billing",
   }),
@@ -177,6 +242,9 @@ export const RecordBody = z
       .max(64, { error: "expected at most 64 characters" })
       .meta({ description: "A unique id of this write: tells whose write a record is" }),
     acquiredAt: wallMs("When the current term began (writer's wall clock, ms); at most the server's clock + maxSkewMs"),
+    session: sessionRef.optional(),
+    successor: successor.optional(),
+    upstream: upstream.optional(),
   })
   .meta({
     id: "RecordWrite",
@@ -192,14 +260,14 @@ export const ListQuery = z.object({
     .max(1000, { error: "expected at most 1000" })
     .optional()
     .meta({ description: "Page size (default 100; the server may cap it lower)" }),
-  cursor: wireName.optional().meta({ description: "The `next` value of the previous page" }),
+  cursor: wireRecordName.optional().meta({ description: "The `next` value of the previous page" }),
 });
 
 const revision = z.string().min(1).max(64).meta({ description: "Opaque compare-and-swap token (ETag, unquoted)" });
 
 export const Lease = z
   .object({
-    name: leaseName,
+    name: recordName,
     holder: holder.nullable(),
     term: term(0),
     leaseMs,
@@ -210,6 +278,9 @@ export const Lease = z
     ),
     metadata,
     writeId: z.string().min(1).max(64),
+    session: sessionRef.optional(),
+    successor: successor.optional(),
+    upstream: upstream.optional(),
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });
@@ -221,7 +292,7 @@ export const LeaseResult = z
 export const LeaseList = z
   .object({
     leases: z.array(Lease),
-    next: leaseName.nullable().meta({ description: "Cursor of the next page, or null on the last" }),
+    next: recordName.nullable().meta({ description: "Cursor of the next page, or null on the last" }),
   })
   .meta({ id: "LeaseList" });
 

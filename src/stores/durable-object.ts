@@ -39,9 +39,9 @@ import {
   parseRecord,
   type Revision,
   type Stored,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../lease.js";
 import { parseRevision } from "./revision.js";
 
@@ -204,7 +204,7 @@ export class LeaseObject {
   }
 
   private async addName(body: unknown): Promise<Response> {
-    const name = validateName((body as { name?: unknown } | null)?.name);
+    const name = validateRecordName((body as { name?: unknown } | null)?.name);
     await this.state.storage.put(NAME_KEY + name, 1);
     return new Response(null, { status: 204 });
   }
@@ -253,7 +253,7 @@ export class DurableObjectStore implements LeaseStore {
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     const response = await this.call(name, "/lease", { method: "GET" }, options, false);
     const body = (await response.json()) as { stored: StoredWire | null };
     return body.stored ? decode(name, body.stored) : null;
@@ -311,7 +311,7 @@ export class DurableObjectStore implements LeaseStore {
    * reconnect that fails, or a socket closed before its first message, throws `LeaseStoreError`.
    */
   async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     while (!signal.aborted) {
       const socket = await this.connectWatcher(name, signal);
       const messages: unknown[] = [];

@@ -76,13 +76,14 @@ import {
   type LeaseRecord,
   type LeaseStore,
   type ListOptions,
+  PROTOCOL_FIELDS,
   parseRecord,
   type Revision,
   type Stored,
   validate,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
@@ -143,7 +144,7 @@ export class DynamoDbStore implements LeaseStore {
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     return this.read(name, options);
   }
 
@@ -174,7 +175,7 @@ export class DynamoDbStore implements LeaseStore {
   }
 
   async getMany(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateName(name);
+    for (const name of names) validateRecordName(name);
     const found = new Map<string, Stored>();
     const unique = [...new Set(names)];
     for (let i = 0; i < unique.length; i += BATCH_GET_KEYS) {
@@ -342,6 +343,10 @@ export class DynamoDbStore implements LeaseStore {
       metadata: { M: Object.fromEntries(Object.entries(record.metadata).map(([k, v]) => [k, { S: v }])) },
       writeId: { S: record.writeId },
     };
+    for (const field of PROTOCOL_FIELDS) {
+      const value = record[field];
+      if (value !== undefined) item[field] = toAttribute(value);
+    }
     if (this.ttlAttribute !== undefined) {
       const seconds = Math.ceil((record.renewedAt + record.leaseMs) / 1000) + this.ttlGraceSeconds;
       item[this.ttlAttribute] = { N: String(seconds) };
@@ -392,6 +397,13 @@ export class DynamoDbStore implements LeaseStore {
 }
 
 /** DynamoDB attribute value → plain JSON value for parseRecord; types leasehold never writes are issues. */
+/** A protocol field's value (strings, numbers and maps of them) as a native attribute. */
+function toAttribute(value: unknown): AttributeValue {
+  if (typeof value === "string") return { S: value };
+  if (typeof value === "number") return { N: String(value) };
+  return { M: Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, toAttribute(v)])) };
+}
+
 function toPlain(path: string, value: AttributeValue, issues: FieldIssue[]): unknown {
   if (value.S !== undefined) return value.S;
   if (value.N !== undefined) return Number(value.N);

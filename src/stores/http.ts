@@ -11,7 +11,9 @@
  * still held (by its own clock, with its skew bound) to anyone else. Such a refusal is a
  * `LeaseStillHeldError`, certainly not applied and not a conflict: an elector waits `retryMs`
  * and tries again, rather than at once (a takeover can so come up to one retry after the server's
- * expiry, docs/design.md §5). Reserved metadata travels as `proxied.leasehold.*` (src/http/proxied.ts).
+ * expiry, docs/design.md §5). The record's protocol fields travel as typed fields of the wire
+ * (`session`, `successor`); the instance proofs of an API that keeps its leases here travel as
+ * `upstream`, which the API behind stores for it and never judges by.
  * Runtime-neutral (fetch only).
  */
 
@@ -24,7 +26,6 @@ import {
 } from "../errors.js";
 import { isLeaseholdApiError } from "../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../http/client.js";
-import { escapeReserved, unescapeReserved } from "../http/proxied.js";
 import type { LeaseView } from "../http/schemas.js";
 import {
   type CallOptions,
@@ -33,16 +34,19 @@ import {
   type ListOptions,
   type Revision,
   type Stored,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../lease.js";
 
 export type HttpStoreOptions = ClientOptions;
 
 export function fromView(view: LeaseView): Stored {
-  const { expiresAt: _expiresAt, revision, metadata, ...record } = view;
-  return { record: { ...record, metadata: unescapeReserved(metadata) }, revision };
+  const { expiresAt: _expiresAt, revision, upstream, ...fields } = view;
+  const record = fields as LeaseRecord;
+  if (upstream?.holderDigest !== undefined) record.holderDigest = upstream.holderDigest;
+  if (upstream?.successorDigest !== undefined) record.successorDigest = upstream.successorDigest;
+  return { record, revision };
 }
 
 export class HttpStore implements LeaseStore {
@@ -54,7 +58,7 @@ export class HttpStore implements LeaseStore {
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     try {
       const view = await this.client.get(name, options?.signal);
       return view ? fromView(view) : null;
@@ -64,8 +68,19 @@ export class HttpStore implements LeaseStore {
   }
 
   async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
-    const { name, renewedAt: _renewedAt, metadata, ...rest } = validateRecord(next);
-    const body = { ...rest, metadata: escapeReserved(metadata) };
+    const {
+      name,
+      renewedAt: _renewedAt,
+      holderDigest,
+      successorDigest,
+      upstream: _upstream,
+      ...rest
+    } = validateRecord(next);
+    const proofs = {
+      ...(holderDigest === undefined ? {} : { holderDigest }),
+      ...(successorDigest === undefined ? {} : { successorDigest }),
+    };
+    const body = Object.keys(proofs).length === 0 ? rest : { ...rest, upstream: proofs };
     try {
       return fromView(await this.client.put(name, body, expected, options?.signal));
     } catch (error) {

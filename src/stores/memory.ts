@@ -11,9 +11,9 @@ import {
   type ListOptions,
   type Revision,
   type Stored,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../lease.js";
 import { parseRevision } from "./revision.js";
 
@@ -27,7 +27,7 @@ export class MemoryStore implements LeaseStore {
   private readonly watchers = new Map<string, Set<() => void>>();
 
   async get(name: string, _options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     const entry = this.entries.get(name);
     return entry ? toStored(entry) : null;
   }
@@ -46,7 +46,7 @@ export class MemoryStore implements LeaseStore {
   }
 
   async getMany(names: readonly string[], _options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateName(name);
+    for (const name of names) validateRecordName(name);
     return names.map((name) => {
       const entry = this.entries.get(name);
       return entry ? toStored(entry) : null;
@@ -71,7 +71,7 @@ export class MemoryStore implements LeaseStore {
   }
 
   async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     let changed = true;
     let wake: (() => void) | undefined;
     const notify = () => {

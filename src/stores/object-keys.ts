@@ -4,7 +4,7 @@
  * lists objects in *key* order. Runtime-neutral.
  */
 import { LeaseValidationError } from "../errors.js";
-import { type ListOptions, type Stored, validateName } from "../lease.js";
+import { type ListOptions, type Stored, validateRecordName } from "../lease.js";
 
 export const OBJECT_SUFFIX = ".json";
 
@@ -45,7 +45,7 @@ export function leaseNameOfKey(prefix: string, key: string): string | null {
   if (!key.startsWith(prefix) || !key.endsWith(OBJECT_SUFFIX)) return null;
   const name = key.slice(prefix.length, -OBJECT_SUFFIX.length);
   try {
-    return validateName(name);
+    return validateRecordName(name);
   } catch {
     return null; // a foreign object under the prefix is not a lease
   }

@@ -36,7 +36,7 @@ import {
   StoreContractError,
 } from "../errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
-import { parseRecord, validateName, validatePrefix, validateRecord } from "../lease.js";
+import { parseRecord, validatePrefix, validateRecord, validateRecordName } from "../lease.js";
 import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
 import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 
@@ -129,7 +129,7 @@ export class ObjectStore implements LeaseStore {
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     return this.read(name, options?.signal);
   }
 

@@ -30,9 +30,9 @@ import {
   type Revision,
   type Stored,
   validate,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
@@ -110,7 +110,7 @@ export class SqliteStore implements LeaseStore {
   }
 
   async get(name: string, _options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     return this.read(name);
   }
 
@@ -141,7 +141,7 @@ export class SqliteStore implements LeaseStore {
 
   /** One `SELECT ... IN` for all `names`: one snapshot of the database, as strong as `get`. */
   async getMany(names: readonly string[], _options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateName(name);
+    for (const name of names) validateRecordName(name);
     if (names.length === 0) return [];
     const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
     const found = new Map(rows.map((row) => [row.name, toStored(row)]));

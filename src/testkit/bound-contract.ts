@@ -68,14 +68,14 @@ class Harness {
     return `${this.prefix}/lease-${i}`;
   }
 
-  /** A process: its session (record `<prefix>/sessions/<id>`), and electors for `count` leases. */
+  /** A process: its session (record `<prefix>/_sessions/<id>`), and electors for `count` leases. */
   process(id: string, count: number, options: { handover?: boolean } = {}): Proc {
     const tracked = new TrackedStore(this.options.connect?.(this.shared) ?? this.shared);
     this.all.push(tracked);
     const faults = new FaultyStore(tracked, this.clock);
     const session = openSession({
       store: faults,
-      name: `${this.prefix}/sessions/${id}`,
+      name: `${this.prefix}/_sessions/${id}`,
       identity: id,
       leaseMs: LEASE,
       renewMs: RENEW,
@@ -151,7 +151,7 @@ export function describeBoundContract(
         expect(a.leases.map((l) => l.elected)).toEqual(a.leases.map(() => [{ at: 0, term: 1 }]));
         const r = await h.record(h.lease(3));
         expect(r).toMatchObject({ holder: "a", term: 1 });
-        expect(r?.metadata["leasehold.session"]).toBe(`${h.prefix}/sessions/a@1`);
+        expect(r?.session).toEqual({ name: `${h.prefix}/_sessions/a`, term: 1 });
         a.tracked.resetCounts();
         await h.clock.advance(RENEW * 10);
         expect(a.tracked.counts).toEqual({ get: 0, put: 10, list: 0, getMany: 0 });
@@ -198,9 +198,9 @@ export function describeBoundContract(
         // a stepped down when its window closed, before b could take anything.
         for (const l of a.leases)
           expect(l.deposed[0]).toEqual({ at: lastSent + LEASE - SAFETY, term: 1, reason: "expired" });
-        const fenced = await h.record(`${h.prefix}/sessions/a`);
+        const fenced = await h.record(`${h.prefix}/_sessions/a`);
         expect(fenced).toMatchObject({ holder: null, term: 1 });
-        expect((await h.record(h.lease(2)))?.metadata["leasehold.session"]).toBe(`${h.prefix}/sessions/b@1`);
+        expect((await h.record(h.lease(2)))?.session).toEqual({ name: `${h.prefix}/_sessions/b`, term: 1 });
       }),
     );
 
@@ -231,7 +231,7 @@ export function describeBoundContract(
           expect(l.elector.current.isLeader).toBe(false);
         }
         // a's session lives on under a new term; its leases stay b's.
-        expect((await h.record(`${h.prefix}/sessions/a`))?.term).toBeGreaterThan(1);
+        expect((await h.record(`${h.prefix}/_sessions/a`))?.term).toBeGreaterThan(1);
       }),
     );
 
@@ -249,7 +249,7 @@ export function describeBoundContract(
           expect(l.deposed.map((d) => d.reason)).toEqual(["expired"]);
           expect(l.elector.current).toMatchObject({ isLeader: true, term: 2 });
         }
-        expect((await h.record(h.lease(1)))?.metadata["leasehold.session"]).toBe(`${h.prefix}/sessions/a@2`);
+        expect((await h.record(h.lease(1)))?.session).toEqual({ name: `${h.prefix}/_sessions/a`, term: 2 });
       }),
     );
 
@@ -281,7 +281,10 @@ export function describeBoundContract(
         h.start(b);
         await h.clock.advance(RENEW * 2);
         if (options.refusesCandidacy === undefined) {
-          expect((await h.record(h.lease(0)))?.metadata["leasehold.next"]).toBe(`${h.prefix}/sessions/b@1 b`);
+          expect((await h.record(h.lease(0)))?.successor).toEqual({
+            holder: "b",
+            session: { name: `${h.prefix}/_sessions/b`, term: 1 },
+          });
         }
         const aWrote = a.tracked.written.length;
         const bWrote = b.tracked.written.length;

@@ -420,7 +420,7 @@ describe("refusals", () => {
     const record = (await store.inner.get(memberName(group, "a")))!.record;
     // The member record keeps the instance's digest only; no answer shows either.
     expect(JSON.stringify(record)).not.toContain(a.instance);
-    expect(record.metadata["leasehold.instance"]).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(record.holderDigest).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const shown = await client.get(memberName(group, "a"));
     expect(shown?.metadata).toEqual({ since: String(record.acquiredAt) });
     const before = store.applied.length;

@@ -16,7 +16,7 @@ const print = (event: string, fields: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ event, identity, mono: process.hrtime.bigint().toString(), ...fields })}\n`);
 
 const store = new SqliteStore({ path: db });
-const session = openSession({ store, name: `sessions/${identity}`, identity, leaseMs: Number(leaseMs) });
+const session = openSession({ store, name: `_sessions/${identity}`, identity, leaseMs: Number(leaseMs) });
 session.on("established", ({ term }) => print("session", { term }));
 session.on("lost", ({ term, reason }) => print("session-lost", { term, reason }));
 const held = new Map<number, ElectedEvent>();

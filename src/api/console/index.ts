@@ -15,7 +15,7 @@ import { validateGroup } from "../../sharding/layout.js";
 import { type Api, type Deps, type Env, openStream } from "../context.js";
 import { LeaseHistory } from "../history.js";
 import { listingScoped, scoped } from "../middleware.js";
-import { leaseName, queryPrefix } from "../routes/leases.js";
+import { queryPrefix, recordName } from "../routes/leases.js";
 import { PrefixFeeds } from "./feeds.js";
 import { type ConsoleOptions, resolveConsoleOptions } from "./options.js";
 import { consoleRoutes } from "./routes.js";
@@ -72,8 +72,8 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
   }
 
   app.openAPIRegistry.registerPath(routes.history);
-  app.get("/v1/leases/:name/history", scoped(deps, "read", leaseName), async (c) =>
-    c.json(await history.read(leaseName(c)), 200),
+  app.get("/v1/leases/:name/history", scoped(deps, "read", recordName), async (c) =>
+    c.json(await history.read(recordName(c)), 200),
   );
 
   // HEAD: the headers a GET would send, without opening a stream nobody will read.

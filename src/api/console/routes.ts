@@ -4,7 +4,7 @@
  * the `read` verb on what it shows, like GET.
  */
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
-import { ListQuery, MemberParams, NameParam } from "../../http/schemas.js";
+import { ListQuery, MemberParams, RecordNameParam } from "../../http/schemas.js";
 import { commonParts, json, problem } from "../openapi.js";
 import { LeaseHistory } from "./wire.js";
 
@@ -57,7 +57,7 @@ export function consoleRoutes(secured: boolean) {
       summary:
         "The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)",
       ...security,
-      request: { params: NameParam },
+      request: { params: RecordNameParam },
       responses: {
         200: json(LeaseHistory, "What this server has seen; it never reads the store for this"),
         400: invalid,

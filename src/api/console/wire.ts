@@ -4,7 +4,7 @@
  * (./routes.ts) is built from them; the browser client imports only their types.
  */
 import { z } from "zod";
-import { leaseName, WatchEvent } from "../../http/schemas.js";
+import { recordName, WatchEvent } from "../../http/schemas.js";
 import { MAX_BUCKETS } from "../../sharding/bucket-of.js";
 
 const wall = (description: string) => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description });
@@ -52,7 +52,7 @@ export const HistoryTerm = z
 
 export const LeaseHistory = z
   .object({
-    name: leaseName,
+    name: recordName,
     now: wall("This server's wall clock when it answered (ms)"),
     since: wall("When this server's change log began (the server started): nothing older is known"),
     firstSeenAt: wall("When this server first saw the lease").nullable(),
@@ -77,7 +77,7 @@ export const LeaseSnapshot = z
   })
   .meta({ id: "LeaseSnapshot", description: 'The data of a "snapshot" event: every lease under the prefix' });
 
-export const LeaseRemoved = z.object({ name: leaseName }).meta({ id: "LeaseRemoved" });
+export const LeaseRemoved = z.object({ name: recordName }).meta({ id: "LeaseRemoved" });
 
 export const StreamProblem = z
   .object({ detail: z.string() })

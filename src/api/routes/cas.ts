@@ -9,12 +9,12 @@ import { ENTITY_TAG_PATTERN, INSTANCE_HEADER, INSTANCE_PATTERN } from "../../htt
 import { type Api, callerOf, type Deps, etagOf } from "../context.js";
 import { scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
-import { leaseName } from "./leases.js";
+import { writableName } from "./leases.js";
 
 export function registerCasRoute(app: Api, deps: Deps): void {
   const { routes, service } = deps;
-  app.openapi({ ...routes.put, middleware: [scoped(deps, "cas", leaseName), wellFormed] }, async (c) => {
-    const name = leaseName(c);
+  app.openapi({ ...routes.put, middleware: [scoped(deps, "cas", writableName), wellFormed] }, async (c) => {
+    const name = writableName(c);
     const expected = expectedRevision(c.req.header("if-match"), c.req.header("if-none-match"));
     if (expected !== null) service.checkRevision("If-Match", expected);
     const instance = writerInstance(c.req.header(INSTANCE_HEADER));

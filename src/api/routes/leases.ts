@@ -4,13 +4,30 @@
  * A bucket of a sharded group is shown with its owner's session's expiry. Runtime-neutral.
  */
 import type { Context } from "hono";
-import { validateName, validatePrefix } from "../../lease.js";
+import { recordRole, validateName, validatePrefix, validateRecordName } from "../../lease.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import type { LeaseOutcome } from "../lease-service.js";
 import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 
 export const leaseName = (c: Context) => validateName(c.req.param("name"));
+/** Any record's name (a lease's or a protocol record's): what reads take. */
+export const recordName = (c: Context) => validateRecordName(c.req.param("name"));
+/**
+ * What the raw PUT takes: a lease, or a process session record (the HTTP store writes its
+ * session there); a sharded group's records only through the group routes.
+ */
+export const writableName = (c: Context) => {
+  const name = recordName(c);
+  const role = recordRole(name);
+  if (role !== "lease" && role !== "session") {
+    throw new ProblemError(
+      "group-record",
+      `"${name}" is a sharded group's record: it is written by its group routes only`,
+    );
+  }
+  return name;
+};
 /** The `prefix` query of a listing (or of a stream of one), validated. */
 export const queryPrefix = (c: Context) => validatePrefix(c.req.query("prefix") ?? "");
 
@@ -37,8 +54,8 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     return result(c, await service.release(name, c.req.valid("json"), callerOf(deps, c, name)));
   });
 
-  app.openapi({ ...routes.get, middleware: [scoped(deps, "read", leaseName)] }, async (c) => {
-    const name = leaseName(c);
+  app.openapi({ ...routes.get, middleware: [scoped(deps, "read", recordName)] }, async (c) => {
+    const name = recordName(c);
     const stored = await service.get(name);
     if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
     return c.json(await views.view(stored), 200, { ETag: etagOf(stored) });

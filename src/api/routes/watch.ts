@@ -18,7 +18,7 @@ import type { Stored } from "../../lease.js";
 import { type Api, type Deps, type Env, openStream } from "../context.js";
 import { scoped } from "../middleware.js";
 import { ProblemError } from "../problems.js";
-import { leaseName } from "./leases.js";
+import { recordName } from "./leases.js";
 
 /** The session record a held record's state follows (a bucket's owner's, a bound lease's), through the hub. */
 interface Followed {
@@ -30,8 +30,8 @@ interface Followed {
 export function registerWatchRoute(app: Api, deps: Deps): void {
   const { routes, service, views, hub, metrics, clock, options, streams } = deps;
   app.openAPIRegistry.registerPath(routes.watch);
-  app.get("/v1/leases/:name/watch", scoped(deps, "read", leaseName), async (c: Context<Env>) => {
-    const name = leaseName(c);
+  app.get("/v1/leases/:name/watch", scoped(deps, "read", recordName), async (c: Context<Env>) => {
+    const name = recordName(c);
     if ("unavailable" in streams) throw new ProblemError("streaming-unavailable", streams.unavailable);
     // HEAD: the headers a GET would send, without opening a stream nobody will read.
     if (c.req.method === "HEAD") {

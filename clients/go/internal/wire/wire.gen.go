@@ -207,7 +207,7 @@ type AcquireRequest struct {
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
+	// Metadata A small string map of the caller's own, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." or "proxied.leasehold." are refused: the protocol's state is the record's typed fields, never metadata
 	Metadata *map[string]string `json:"metadata,omitempty"`
 }
 
@@ -464,10 +464,10 @@ type Lease struct {
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
+	// Metadata A small string map of the caller's own, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." or "proxied.leasehold." are refused: the protocol's state is the record's typed fields, never metadata
 	Metadata map[string]string `json:"metadata"`
 
-	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
+	// Name A record's name: a lease name (1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)
 	Name string `json:"name"`
 
 	// RenewedAt When this revision was written (server wall clock, ms)
@@ -476,9 +476,18 @@ type Lease struct {
 	// Revision Opaque compare-and-swap token (ETag, unquoted)
 	Revision string `json:"revision"`
 
+	// Session A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds
+	Session *SessionRef `json:"session,omitempty"`
+
+	// Successor A candidate registered to be handed a bound lease at its holder's next graceful stop, in one write: an offer by another process, holding `session`
+	Successor *Successor `json:"successor,omitempty"`
+
 	// Term Fencing token: +1 each time leadership passes to a holder; kept by a release
-	Term    int    `json:"term"`
-	WriteId string `json:"writeId"`
+	Term int `json:"term"`
+
+	// Upstream Set only by another leasehold API that keeps its leases here through the HTTP store: its own instance proofs, stored and shown back unchanged; this server never judges by them
+	Upstream *UpstreamProof `json:"upstream,omitempty"`
+	WriteId  string         `json:"writeId"`
 }
 
 // LeaseHistory The terms this server has seen of one lease, in its memory only: a restart (or another instance) starts with none. It costs the store nothing
@@ -492,7 +501,7 @@ type LeaseHistory struct {
 	// Limit Terms kept per lease (0: history is off on this server)
 	Limit int `json:"limit"`
 
-	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
+	// Name A record's name: a lease name (1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)
 	Name string `json:"name"`
 
 	// Now This server's wall clock when it answered (ms)
@@ -515,7 +524,7 @@ type LeaseList struct {
 
 // LeaseRemoved defines model for LeaseRemoved.
 type LeaseRemoved struct {
-	// Name The lease name: 1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)
+	// Name A record's name: a lease name (1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)
 	Name string `json:"name"`
 }
 
@@ -606,19 +615,46 @@ type RecordWrite struct {
 	// LeaseMs How long the lease is valid after each renewal (ms)
 	LeaseMs int `json:"leaseMs"`
 
-	// Metadata A small string map, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." are the server's own: refused in requests, never shown
+	// Metadata A small string map of the caller's own, at most 1024 bytes as UTF-8 JSON (rewritten on every renewal); keys starting with "leasehold." or "proxied.leasehold." are refused: the protocol's state is the record's typed fields, never metadata
 	Metadata map[string]string `json:"metadata"`
+
+	// Session A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds
+	Session *SessionRef `json:"session,omitempty"`
+
+	// Successor A candidate registered to be handed a bound lease at its holder's next graceful stop, in one write: an offer by another process, holding `session`
+	Successor *Successor `json:"successor,omitempty"`
 
 	// Term Fencing token: +1 each time leadership passes to a holder; kept by a release. A new lease starts at most at 4503599627370496 (2^52)
 	Term int `json:"term"`
+
+	// Upstream Set only by another leasehold API that keeps its leases here through the HTTP store: its own instance proofs, stored and shown back unchanged; this server never judges by them
+	Upstream *UpstreamProof `json:"upstream,omitempty"`
 
 	// WriteId A unique id of this write: tells whose write a record is
 	WriteId string `json:"writeId"`
 }
 
+// SessionRef A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds
+type SessionRef struct {
+	// Name The process session record's name ([<scope>/]_sessions/<id>)
+	Name string `json:"name"`
+
+	// Term The session's term the lease rides on
+	Term int `json:"term"`
+}
+
 // StreamProblem The server cannot read the store now; it keeps trying
 type StreamProblem struct {
 	Detail string `json:"detail"`
+}
+
+// Successor A candidate registered to be handed a bound lease at its holder's next graceful stop, in one write: an offer by another process, holding `session`
+type Successor struct {
+	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	Holder string `json:"holder"`
+
+	// Session A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds
+	Session SessionRef `json:"session"`
 }
 
 // TermEnd What ended a term: released (same term, no holder), taken-over (the next term began under another holder without a release), expired (nothing renewed it: no newer record, and the server's rule says it is free, or the same holder began the next term), unseen (terms went by unobserved)
@@ -669,6 +705,15 @@ type TermEnd3 struct {
 
 // TermEnd3Kind defines model for TermEnd.3.Kind.
 type TermEnd3Kind string
+
+// UpstreamProof Set only by another leasehold API that keeps its leases here through the HTTP store: its own instance proofs, stored and shown back unchanged; this server never judges by them
+type UpstreamProof struct {
+	// HolderDigest The API above's holder proof (a digest)
+	HolderDigest *string `json:"holderDigest,omitempty"`
+
+	// SuccessorDigest The API above's successor proof (a digest)
+	SuccessorDigest *string `json:"successorDigest,omitempty"`
+}
 
 // WatchEvent The JSON data of each "lease" event of a watch stream; `lease` is null when the lease never existed
 type WatchEvent struct {
