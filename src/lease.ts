@@ -28,10 +28,11 @@ export const NAME_PATTERN = /^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(\/[a-z0-9]([a-z0-9
 
 /**
  * A listing or scope prefix: whole segments, each followed by "/", then at most the start of one
- * more segment (`adapters/`, `adapters/bill`, `jobs/run-`). Every name starting with it is a name
- * under the same rule, and no prefix can name a dot segment.
+ * more segment (`adapters/`, `adapters/bill`, `jobs/run-`; a protocol record's segment starts with
+ * `_`: `adapters/billing/_members/`). Every name starting with it is a record name under the same
+ * rules, and no prefix can name a dot segment.
  */
-export const PREFIX_PATTERN = /^([a-z0-9]([a-z0-9._-]*[a-z0-9])?\/)*([a-z0-9][a-z0-9._-]*)?$/;
+export const PREFIX_PATTERN = /^(_?[a-z0-9]([a-z0-9._-]*[a-z0-9])?\/)*(_?[a-z0-9][a-z0-9._-]*|_)?$/;
 
 /** The rule in words, for every message that refuses a name. */
 export const NAME_RULE = `expected 1-${MAX_NAME_LENGTH} characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)`;
@@ -45,7 +46,7 @@ export const prefixSchema = z
   .string({ error: "expected a string" })
   .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
   .regex(PREFIX_PATTERN, {
-    error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -: whole name segments, each ending in "/", then the start of one more (no empty, "." or ".." segment)`,
+    error: `expected at most ${MAX_NAME_LENGTH} characters of a-z 0-9 . _ / -: whole name segments, each ending in "/", then the start of one more (no empty, "." or ".." segment; a protocol record's segment starts with "_")`,
   });
 
 /**
@@ -391,6 +392,17 @@ export function parseRecord(name: string, raw: unknown): LeaseRecord {
 /** A fresh id for one write. `crypto.randomUUID` exists in Node 20, workerd and browsers. */
 export function newWriteId(): string {
   return crypto.randomUUID();
+}
+
+/**
+ * `record` released (docs/design.md §1): holder null, the term kept, no tenure left on it (a bound
+ * lease's `session` and `successor`), stamped `renewedAt`, a new write id; `metadata` replaces the
+ * record's when given (a member's requests end with its session, a fence says who fenced). The one
+ * builder of a release, for every writer.
+ */
+export function releasedRecord(record: LeaseRecord, renewedAt: number, metadata?: Record<string, string>): LeaseRecord {
+  const { session: _session, successor: _successor, successorDigest: _proof, ...rest } = record;
+  return { ...rest, holder: null, metadata: metadata ?? rest.metadata, renewedAt, writeId: newWriteId() };
 }
 
 /** The last name in list order that starts with `prefix` is below `prefix + "~"`: '~' sorts after a-z0-9._/-. */

@@ -208,7 +208,7 @@ describe("records", () => {
     let written = 0;
     const count = async () => {
       let n = 0;
-      for await (const _ of api.store.list!(`${group}/buckets/`)) n++;
+      for await (const _ of api.store.list!(`${group}/_buckets/`)) n++;
       return n;
     };
     const first = await client.heartbeat(group, "m1", { instance: INSTANCE, leaseMs: 60_000, buckets: 64 });

@@ -61,7 +61,7 @@ beforeAll(async () => {
     buckets: 4,
   });
   expect(beat.status).toBe(200);
-  holding.set(`${GROUP}/members/m1`, INSTANCES.m1);
+  holding.set(`${GROUP}/_members/m1`, INSTANCES.m1);
 });
 
 async function snapshot(): Promise<Stored[]> {
@@ -102,7 +102,7 @@ function expectHoldingKept(
 ): void {
   const m1Buckets = new Set(
     before
-      .filter((s) => s.record.name.startsWith(`${GROUP}/buckets/`) && s.record.holder === "m1")
+      .filter((s) => s.record.name.startsWith(`${GROUP}/_buckets/`) && s.record.holder === "m1")
       .map((s) => s.record.name),
   );
   for (const now of after) {
@@ -110,7 +110,7 @@ function expectHoldingKept(
     const was = before.find((b) => b.record.name === name);
     if (was?.revision === now.revision) continue;
     if (plain) expect(isGroupRecord(name), `${what}: a plain route wrote ${name}`).toBe(false);
-    const owner = m1Buckets.has(name) ? holding.get(`${GROUP}/members/m1`) : holding.get(name);
+    const owner = m1Buckets.has(name) ? holding.get(`${GROUP}/_members/m1`) : holding.get(name);
     if (owner !== undefined) expect(carried, `${what}: ${name} changed without its holder's instance`).toBe(owner);
     if (holding.has(name)) holding.set(name, now.record.holder === null ? undefined : carried);
   }
@@ -184,12 +184,12 @@ const names = fc.oneof(
     "jobs/b",
     "adapters/new",
     "x",
-    `${GROUP}/config`,
-    `${GROUP}/members/m1`,
-    `${GROUP}/members/m2`,
-    `${GROUP}/buckets/0`,
-    `${GROUP}/buckets/3`,
-    `${GROUP}/buckets/9`,
+    `${GROUP}/_config`,
+    `${GROUP}/_members/m1`,
+    `${GROUP}/_members/m2`,
+    `${GROUP}/_buckets/0`,
+    `${GROUP}/_buckets/3`,
+    `${GROUP}/_buckets/9`,
   ),
   fc.constantFrom(
     "adapters/../jobs/b",
@@ -288,11 +288,11 @@ const plausible = fc
     name: fc.constantFrom(
       "adapters/a",
       "jobs/b",
-      `${GROUP}/config`,
-      `${GROUP}/members/m1`,
-      `${GROUP}/members/m2`,
-      `${GROUP}/buckets/0`,
-      `${GROUP}/buckets/7`,
+      `${GROUP}/_config`,
+      `${GROUP}/_members/m1`,
+      `${GROUP}/_members/m2`,
+      `${GROUP}/_buckets/0`,
+      `${GROUP}/_buckets/7`,
       "adapters/../jobs/b",
       "adapters/./a",
       "adapters//a",

@@ -545,12 +545,12 @@ describe("group records belong to their group", () => {
     return beat.body;
   }
 
-  it("the plain routes and the PUT refuse to write a group's config, members and buckets, naming the group route", async () => {
+  it("the plain routes and the PUT refuse to write a group's config, members and buckets: no lease name is one, and the PUT names the group route", async () => {
     const { call, snapshot } = harness();
     const g = group();
     await started(call, g);
     const before = await snapshot();
-    for (const name of [`${g}/config`, `${g}/members/m1`, `${g}/members/m9`, `${g}/buckets/0`, `${g}/buckets/9`]) {
+    for (const name of [`${g}/_config`, `${g}/_members/m1`, `${g}/_members/m9`, `${g}/_buckets/0`, `${g}/_buckets/9`]) {
       for (const [method, suffix, body, headers] of [
         ["POST", "/acquire", { holder: "m1", instance: "mallory-instance-000000001", leaseMs: 86_400_000 }, {}],
         ["POST", "/release", { holder: "m1", instance, term: 1 }, {}],
@@ -563,7 +563,12 @@ describe("group records belong to their group", () => {
         ],
       ] as const) {
         const r = await call(method, path(name, suffix), body, { headers });
-        if (r.status === 404 || r.status === 412) continue; // nothing there to write at that revision
+        if (method === "POST") {
+          // A protocol record's name is no lease name: refused before anything is read.
+          expect([r.status, kind(r)], `${method} ${name}${suffix}: ${r.text}`).toEqual([400, "validation"]);
+          expect(r.body.detail).toContain("invalid lease name");
+          continue;
+        }
         expect([r.status, kind(r)], `${method} ${name}${suffix}: ${r.text}`).toEqual([409, "group-record"]);
         expect(r.body.group).toBe(g);
         expect(r.body.detail).toContain(`/v1/groups/${encodeURIComponent(g)}/members/{member}/heartbeat`);
@@ -572,23 +577,20 @@ describe("group records belong to their group", () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  it("a name taken by a plain lease cannot become a group: 409 not-a-group, never 500 (Schemathesis's reproduction)", async () => {
+  it("a plain lease under a group's name takes nothing from the group; no config is forged through the PUT", async () => {
     const { call, snapshot } = harness();
     const g = group();
+    // 0.1.0 kept the config here: now it is a lease like any other, and the group starts beside it.
     expect(
       (await call("POST", path(`${g}/config`, "/acquire"), { holder: "x", instance, leaseMs: 60_000 })).status,
     ).toBe(200);
+    await started(call, g);
     const before = await snapshot();
-    const beat = await call("POST", `${LeaseholdClient.memberPath(g, "m1")}/heartbeat`, {
-      instance,
-      leaseMs: 60_000,
-      buckets: 4,
-    });
-    expect([beat.status, kind(beat)]).toEqual([409, "not-a-group"]);
-    // Nor through the PUT, free at term 0 with a bucket count: a group starts with a heartbeat.
+    expect(before.find((s) => s.record.name === `${g}/_config`)?.record.metadata.buckets).toBe("4");
+    // A group starts with a heartbeat, never a free record at term 0 with a bucket count.
     const forged = await call(
       "PUT",
-      path(`${group()}/config`),
+      path(`${group()}/_config`),
       { holder: null, term: 0, leaseMs: 60_000, metadata: { buckets: "4", epoch: "1" }, writeId: "w", acquiredAt: 0 },
       { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } },
     );
@@ -607,22 +609,23 @@ describe("group records belong to their group", () => {
       await clock.advance(5000);
       await client.heartbeat(g, "m1", { instance, session: first.session, leaseMs: 10_000 });
     }
-    const bucket = await call("GET", path(`${g}/buckets/0`));
+    const bucket = await call("GET", path(`${g}/_buckets/0`));
     expect(bucket.body.holder).toBe("m1");
     expect(bucket.body.expiresAt).toBeGreaterThan(clock.wallNow());
     expect(bucket.body.expiresAt).toBe(bucket.body.renewedAt + 30_000 + 10_000);
     // A plain acquire of the bucket is refused, not a takeover of a bucket a live member works on.
-    const grab = await call("POST", path(`${g}/buckets/0`, "/acquire"), {
+    const grab = await call("POST", path(`${g}/_buckets/0`, "/acquire"), {
       holder: "x",
       instance: "x-instance-0000000000001",
       leaseMs: 1000,
     });
-    expect(kind(grab)).toBe("group-record");
+    expect([grab.status, kind(grab)]).toEqual([400, "validation"]);
+    expect(grab.body.detail).toContain("invalid lease name");
 
     const stop = new AbortController();
     const events: Array<{ holder: string | null | undefined; free: boolean }> = [];
     const watching = (async () => {
-      for await (const e of client.watch(`${g}/buckets/0`, stop.signal))
+      for await (const e of client.watch(`${g}/_buckets/0`, stop.signal))
         events.push({ holder: e.lease?.holder, free: e.free });
     })().catch(() => undefined);
     await until(() => events.length >= 1);

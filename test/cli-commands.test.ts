@@ -250,7 +250,7 @@ describe("status --group", () => {
     const missing = await procs.run(["status", "--group", "adapters/none", "--store", url]);
     expect(missing).toMatchObject({ code: 1, stdout: "" });
     expect(missing.stderr).toBe(
-      'leasehold: no group "adapters/none": its config record "adapters/none/config" does not exist\n',
+      'leasehold: no group "adapters/none": its config record "adapters/none/_config" does not exist\n',
     );
     const both = await procs.run(["status", "jobs/", "--group", group, "--store", url]);
     expect(both.code).toBe(2);

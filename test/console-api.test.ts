@@ -55,7 +55,7 @@ function server(options: Partial<AppOptions> = {}) {
     auth: {
       tokens: [
         ...TOKEN_SCOPES,
-        { name: "m1-reader", token: MEMBER_READER, prefixes: ["g/members/m1"], verbs: ["read"] },
+        { name: "m1-reader", token: MEMBER_READER, prefixes: ["g/_members/m1"], verbs: ["read"] },
       ],
     },
     maxSkewMs: 0,
@@ -211,16 +211,16 @@ describe("the change log (GET /v1/leases/{name}/history)", () => {
     expect((await s.acquire("jobs/a", "alice", 1000, { region: "eu" })).status).toBe(200);
     expect((await s.heartbeat("m1", { leaseMs: 1000, buckets: 2 })).status).toBe(200);
     // The store keeps the digests (they prove who renews)...
-    for (const name of ["jobs/a", "g/members/m1"]) {
+    for (const name of ["jobs/a", "g/_members/m1"]) {
       expect((await s.memory.get(name))!.record.holderDigest).toMatch(/^[A-Za-z0-9_-]{43}$/);
     }
     // ...and nothing the console's routes send carries one.
     const alice = (await s.history("jobs/a")).body;
     expect(alice.terms[0]).toMatchObject({ holder: "alice", metadata: { region: "eu" } });
-    expect((await s.history("g/members/m1")).body.terms[0]).toMatchObject({ holder: "m1", metadata: {} });
+    expect((await s.history("g/_members/m1")).body.terms[0]).toMatchObject({ holder: "m1", metadata: {} });
     const stream = await open(s.app, "/v1/watch?prefix=");
     const snapshot = await stream.next();
-    expect(snapshot.data).toContain('"g/members/m1"');
+    expect(snapshot.data).toContain('"g/_members/m1"');
     await s.acquire("jobs/b", "bob");
     const change = await stream.next();
     expect(change.json.lease.name).toBe("jobs/b");
@@ -236,9 +236,9 @@ describe("the change log (GET /v1/leases/{name}/history)", () => {
     expect((await s.history("a/b", null)).status).toBe(401);
     expect((await s.history("other/b", TOKENS.adapters)).status).toBe(403);
     expect((await s.history("adapters/b", TOKENS.adapters)).status).toBe(200);
-    expect((await s.history("g/members/m1", MEMBER_READER)).status).toBe(200);
-    expect((await s.history("g/members/m10", MEMBER_READER)).status).toBe(403);
-    expect((await s.history("g/buckets/0", MEMBER_READER)).status).toBe(403);
+    expect((await s.history("g/_members/m1", MEMBER_READER)).status).toBe(200);
+    expect((await s.history("g/_members/m10", MEMBER_READER)).status).toBe(403);
+    expect((await s.history("g/_buckets/0", MEMBER_READER)).status).toBe(403);
     expect((await s.history("Not A Name")).status).toBe(400);
     expect((await s.call("GET", "/v1/leases/a%2F..%2Fb/history", undefined, TOKENS.reader)).status).toBe(400);
   });
@@ -317,19 +317,19 @@ describe("the console's streams", () => {
       expect((await s.heartbeat("m1", { leaseMs: 1000, session })).status).toBe(200);
     }
     const renewedAt = WALL + 1800;
-    const bucket0 = (await s.call("GET", s.lease("g/buckets/0"), undefined, TOKENS.reader)).body;
+    const bucket0 = (await s.call("GET", s.lease("g/_buckets/0"), undefined, TOKENS.reader)).body;
     expect(bucket0).toMatchObject({ holder: "m1", expiresAt: renewedAt + 1000 });
     expect(bucket0.renewedAt + bucket0.leaseMs).toBeLessThan(renewedAt);
 
     // The whole group under the prefix, and only the buckets (their owner read from the store): the same answer.
     const whole = await open(s.app, "/v1/watch?prefix=g/");
-    const buckets = await open(s.app, "/v1/watch?prefix=g/buckets/");
+    const buckets = await open(s.app, "/v1/watch?prefix=g/_buckets/");
     for (const stream of [whole, buckets]) {
       const snapshot = (await stream.next()).json;
-      const sent = snapshot.leases.find((e: { lease: { name: string } }) => e.lease.name === "g/buckets/0");
+      const sent = snapshot.leases.find((e: { lease: { name: string } }) => e.lease.name === "g/_buckets/0");
       expect(sent).toEqual({ free: false, lease: bucket0 });
     }
-    expect((await s.history("g/buckets/0")).body.terms[0]).toMatchObject({ holder: "m1", end: null });
+    expect((await s.history("g/_buckets/0")).body.terms[0]).toMatchObject({ holder: "m1", end: null });
 
     // The owner renews: each stream tells its buckets' new expiry (the bucket records did not change),
     // the whole group's at once, the buckets' alone (their owner outside its prefix) at the next poll.
@@ -338,7 +338,7 @@ describe("the console's streams", () => {
     await s.clock.advance(100);
     for (const stream of [whole, buckets]) {
       let event = await stream.next();
-      while (event.json.lease.name !== "g/buckets/0") event = await stream.next();
+      while (event.json.lease.name !== "g/_buckets/0") event = await stream.next();
       expect(event.json).toMatchObject({ free: false, lease: { expiresAt: renewedAt + 1600 } });
     }
 
@@ -346,11 +346,11 @@ describe("the console's streams", () => {
     await s.clock.advance(1001);
     for (const stream of [whole, buckets]) {
       let event = await stream.next();
-      while (event.json.lease?.name !== "g/buckets/0" || !event.json.free) event = await stream.next();
+      while (event.json.lease?.name !== "g/_buckets/0" || !event.json.free) event = await stream.next();
       expect(event.json.lease).toMatchObject({ holder: "m1", expiresAt: renewedAt + 1600 });
       stream.close();
     }
-    expect((await s.history("g/buckets/0")).body.terms[0]).toMatchObject({
+    expect((await s.history("g/_buckets/0")).body.terms[0]).toMatchObject({
       holder: "m1",
       end: { kind: "expired", at: renewedAt + 1600 },
     });

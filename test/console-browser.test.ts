@@ -50,7 +50,7 @@ const MEMBERS: MemberId[] = ["m0", "m1", "m2"];
 const memberScope = (id: MemberId): TokenScope => ({
   name: id,
   token: `member-${id}-token-0123456789abcdef`,
-  prefixes: [`workers/pool/members/${id}`],
+  prefixes: [`workers/pool/_members/${id}`],
   verbs: ["write"],
 });
 /** Each process's token: the verbs and the prefix it needs, no more. */
@@ -294,23 +294,23 @@ describe("the console in Chromium", () => {
     await see(".groups", "workers/pool");
     await see('tr[data-name="demo/manual"]', "operator-a");
     await see("#leases-summary", "records of sharded groups are listed too");
-    await see('tr[data-name="workers/pool/config"]', "group config");
-    await see('tr[data-name="workers/pool/members/m2"]', "held");
-    for (let bucket = 0; bucket < 12; bucket++) await see(`tr[data-name="workers/pool/buckets/${bucket}"]`, /held/);
+    await see('tr[data-name="workers/pool/_config"]', "group config");
+    await see('tr[data-name="workers/pool/_members/m2"]', "held");
+    for (let bucket = 0; bucket < 12; bucket++) await see(`tr[data-name="workers/pool/_buckets/${bucket}"]`, /held/);
     // Bucket 0 past its record's own renewedAt + leaseMs + maxSkewMs (the record is never renewed):
     // still held, as long as its owner's session lives.
     const own = (await (
-      await fetch(`${server.url}/v1/leases/${encodeURIComponent("workers/pool/buckets/0")}`, {
+      await fetch(`${server.url}/v1/leases/${encodeURIComponent("workers/pool/_buckets/0")}`, {
         headers: { authorization: `Bearer ${TOKENS.reader}` },
       })
     ).json()) as { renewedAt: number; leaseMs: number };
     await page.waitForTimeout(Math.max(0, own.renewedAt + own.leaseMs + 200 + 100 - Date.now()));
-    await see('tr[data-name="workers/pool/buckets/0"]', "held");
+    await see('tr[data-name="workers/pool/_buckets/0"]', "held");
     await shoot("leases");
     // Hidden on request, to see the plain leases alone.
     await page.getByLabel("Hide their records below").check();
     await see("#leases-summary", "records of sharded groups are hidden");
-    expect(await page.locator('tr[data-name="workers/pool/members/m2"]').isHidden()).toBe(true);
+    expect(await page.locator('tr[data-name="workers/pool/_members/m2"]').isHidden()).toBe(true);
     await page.locator('a[href="#/group/workers%2Fpool"]').click();
     await see("#group-summary", "✓ balanced");
 

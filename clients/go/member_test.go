@@ -273,7 +273,7 @@ func TestBucketOfMatchesTheDocumentedVectors(t *testing.T) {
 }
 
 // Member-scoped tokens (docs/security.md): each member's token covers its own record
-// <group>/members/<member> alone. The members share the group as any others; a token cannot act
+// <group>/_members/<member> alone. The members share the group as any others; a token cannot act
 // for another member (403, whatever the call), and a process holding the right token but another
 // instance cannot take over a live member's session (409 member-in-use). Nothing refused moves a
 // bucket.

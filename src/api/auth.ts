@@ -10,11 +10,11 @@
  * A prefix is a path, and means what an operator reads in it: "" covers every name; a prefix
  * ending in "/" covers every name under it; any other prefix is a name and covers that name and
  * the names under it (`adapters/bill` covers `adapters/bill` and `adapters/bill/x`, never
- * `adapters/billboard`; `<group>/members/m1` is a token for member m1 alone).
+ * `adapters/billboard`; `<group>/_members/m1` is a token for member m1 alone).
  */
 import { z } from "zod";
 import { LeaseValidationError } from "../errors.js";
-import { NAME_PATTERN, prefixSchema, zodIssues } from "../lease.js";
+import { NAME_PATTERN, prefixSchema, RECORD_NAME_PATTERN, zodIssues } from "../lease.js";
 
 export const VERBS = ["read", "write", "cas", "metrics"] as const;
 export type Verb = (typeof VERBS)[number];
@@ -33,9 +33,16 @@ export type AuthConfig = { tokens: TokenScope[] } | { insecureNoAuth: true };
 /** A token is what `Authorization: Bearer <token>` can carry: printable ASCII without spaces. */
 const TOKEN_PATTERN = /^[\x21-\x7e]+$/;
 
-/** "" (everything), a name (it and the names under it), or a name and "/" (the names under it). */
+/**
+ * "" (everything), a name (it and the names under it), a name and "/" (the names under it), or a
+ * protocol record's name (that record alone: `<group>/_members/<id>` for one member).
+ */
 function isScopePrefix(prefix: string): boolean {
-  return prefix === "" || NAME_PATTERN.test(prefix.endsWith("/") ? prefix.slice(0, -1) : prefix);
+  return (
+    prefix === "" ||
+    NAME_PATTERN.test(prefix.endsWith("/") ? prefix.slice(0, -1) : prefix) ||
+    RECORD_NAME_PATTERN.test(prefix)
+  );
 }
 
 const tokenScopeSchema = z.strictObject({
@@ -54,7 +61,7 @@ const tokenScopeSchema = z.strictObject({
     .array(
       prefixSchema.refine(isScopePrefix, {
         error:
-          'expected "" (all names), a name (it and the names under it, such as adapters/billing) or a name followed by "/" (the names under it)',
+          'expected "" (all names), a name (it and the names under it, such as adapters/billing), a name followed by "/" (the names under it), or a protocol record\'s name (that record alone, such as adapters/billing/_members/m1)',
       }),
     )
     .min(1, { error: 'expected at least one prefix ("" for all names)' }),

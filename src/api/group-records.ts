@@ -2,12 +2,10 @@
  * Group records belong to their group (docs/design.md §8, docs/security.md): the plain lease
  * routes refuse to write a record of a sharded group, and report a bucket's real state.
  *
- * A record is a group's by its name and its group's config, not by anything a caller could write
- * into it: `<group>/config` is a group's once it holds a config (no holder, term 0, a readable
- * bucket count and epoch; no plain route can write one: acquire and the PUT write a holder from
- * term 1, and a create may not be free at term 0 through them, see LeaseService), and
- * `<group>/members/<id>` and `<group>/buckets/<i>` are once `<group>/config` is. So a write to a
- * member or bucket name costs one more read (the config), and nothing else does.
+ * A record is a group's by its name alone: `<group>/_config`, `<group>/_members/<id>` and
+ * `<group>/_buckets/<i>` are names no lease can have (docs/design.md §1 "Protocol records"), so no
+ * plain route can write one (their names are refused before anything is read), and no lease can
+ * alias one.
  *
  * A bucket record is never renewed (its owner's session carries it), so its own stamps say
  * nothing: it is held while the owner's session that holds it lives, and its view's `expiresAt`
@@ -24,16 +22,15 @@ import {
   memberIdOf,
   memberName,
 } from "../sharding/layout.js";
-import { ProblemError } from "./problems.js";
 
 export type GroupRecordKind = "config" | "member" | "bucket";
 
-/** The group and kind a name has by its shape (`<group>/config`, `/members/<id>`, `/buckets/<i>`), if any. */
+/** The group and kind a name has by its shape (`<group>/_config`, `/_members/<id>`, `/_buckets/<i>`), if any. */
 export function groupShape(name: string): { group: string; kind: GroupRecordKind } | undefined {
-  const match = /^(.+)\/(config|members\/[^/]+|buckets\/[^/]+)$/.exec(name);
+  const match = /^(.+)\/(_config|_members\/[^/]+|_buckets\/[^/]+)$/.exec(name);
   const group = match?.[1];
   if (!group || group.length > MAX_GROUP_LENGTH || !NAME_PATTERN.test(group)) return undefined;
-  if (match[2] === "config") return { group, kind: "config" };
+  if (match[2] === "_config") return { group, kind: "config" };
   if (memberIdOf(group, name) !== undefined) return { group, kind: "member" };
   if (bucketIndexOf(group, name) !== undefined) return { group, kind: "bucket" };
   return undefined;
@@ -58,23 +55,6 @@ export class GroupRecords {
     private readonly read: Read,
     private readonly isFree: (record: LeaseRecord) => boolean,
   ) {}
-
-  /**
-   * Throws 409 `group-record` when `name` (currently `current`) is a record of a sharded group:
-   * a plain route must not write it. Reads `<group>/config` for a member or bucket name.
-   */
-  async refusePlainWrite(name: string, current: Stored | null): Promise<void> {
-    const shape = groupShape(name);
-    if (!shape) return;
-    const config = shape.kind === "config" ? current : await this.read(configName(shape.group));
-    if (!isGroupConfig(config?.record)) return;
-    const route = `/v1/groups/${encodeURIComponent(shape.group)}/members/{member}`;
-    throw new ProblemError(
-      "group-record",
-      `"${name}" is the ${shape.kind} record of the sharded group "${shape.group}": only its group routes write it (POST ${route}/heartbeat, /handoff, /leave)`,
-      { group: shape.group },
-    );
-  }
 
   /**
    * A bucket's real state, when `stored` is a bucket of a group; `undefined` for any other record

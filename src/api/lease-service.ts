@@ -15,15 +15,13 @@
  * group routes (src/api/group-records.ts).
  */
 
-import { withoutTenure } from "../bound/refs.js";
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { checkTermRules } from "../term-rules.js";
 import { boundSession, refused, type SessionCheck, sessionRefusal, succession } from "./bound-leases.js";
-import { groupShape, isGroupConfig } from "./group-records.js";
 import { digestOf, instanceDigest } from "./instance.js";
 import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
@@ -203,7 +201,7 @@ export class LeaseService {
       if (r.holder === null && r.term === req.term) return digestOf(r) === digest ? "unchanged" : undefined;
       if (r.holder !== req.holder || r.term !== req.term) return undefined;
       if (digestOf(r) !== digest) throw holderInUse(name, current!);
-      return { ...withoutTenure(r), holder: null, renewedAt: wall, writeId: newWriteId() };
+      return releasedRecord(r, wall);
     });
   }
 
@@ -239,13 +237,6 @@ export class LeaseService {
       throw caller.renewalsOnly;
     }
     if ((current?.revision ?? null) !== expected) throw notAtRevision(name, current);
-    await this.views.groups.refusePlainWrite(name, current);
-    if (groupShape(name)?.kind === "config" && isGroupConfig(next)) {
-      throw new ProblemError(
-        "group-record",
-        `"${name}" would become a sharded group's config: a group starts with its first member's heartbeat (POST /v1/groups/{group}/members/{member}/heartbeat)`,
-      );
-    }
     enforceTermRules(name, current, write.record);
     if (current === null && next.term > MAX_CREATED_TERM) {
       throw new ProblemError("validation", `a new lease starts at most at term ${MAX_CREATED_TERM}`, {
@@ -367,7 +358,6 @@ export class LeaseService {
     let current = await this.get(name);
     let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      await this.views.groups.refusePlainWrite(name, current);
       const record = await next(current, this.clock.wallNow());
       if (record === "unchanged") return { leader: false, stored: current! };
       if (record === undefined) {

@@ -438,7 +438,7 @@ export function apiRoutes(secured: boolean) {
         "Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only",
         "until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded;",
         "never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff.",
-        "The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that",
+        "The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that",
         "name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).",
       ].join(" "),
       ...security,
@@ -478,7 +478,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         404: problem("The group does not exist and the request has no `buckets` to start it with"),
         409: problem(
-          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/config` is another kind of record",
+          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/_config` is another kind of record",
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),

@@ -38,7 +38,7 @@ import type {
   LeaveRequest,
   MemberLeftView,
 } from "../http/schemas.js";
-import { type LeaseRecord, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import {
   type BucketInfo,
   bucketsPrefix,
@@ -48,6 +48,8 @@ import {
   decodeConfig,
   decodeMember,
   type GroupConfig,
+  legacyConfigName,
+  legacyGroupRefusal,
   type MemberInfo,
   memberMetadata,
   memberName,
@@ -222,14 +224,7 @@ export class ShardService {
         throw sessionEnded(group, member, mine, req.session, wall, this.maxSkewMs);
       }
       // The digest stays, so a repeated leave by this process is recognised (and only by it).
-      const next: LeaseRecord = {
-        ...mine.stored.record,
-        holder: null,
-        metadata: {},
-        holderDigest: proof.digest,
-        renewedAt: wall,
-        writeId: newWriteId(),
-      };
+      const next = { ...releasedRecord(mine.stored.record, wall, {}), holderDigest: proof.digest };
       const outcome = await this.leases.writeChecked(name, next, mine.stored, caller.by);
       if (outcome.kind === "applied") return { group, member, session: req.session };
     }
@@ -266,6 +261,8 @@ export class ShardService {
     const name = configName(group);
     let stored: Stored | null = await this.leases.get(name);
     if (!stored) {
+      const refusal = legacyGroupRefusal(group, (await this.leases.get(legacyConfigName(group)))?.record);
+      if (refusal) throw new ProblemError("not-a-group", refusal);
       if (create?.buckets === undefined) {
         throw new ProblemError(
           "not-found",

@@ -33,7 +33,7 @@ import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import type { SessionObserver } from "./observer.js";
 import {
   type SessionRef,
@@ -43,7 +43,6 @@ import {
   sessionOf,
   successorOf,
   withoutSuccessor,
-  withoutTenure,
 } from "./refs.js";
 
 /** What a bound elector needs of its session (`LeaseSession` implements it). */
@@ -338,7 +337,7 @@ export class BoundElector {
       const wall = this.session.clock.wallNow();
       const next: LeaseRecord = to
         ? {
-            ...withoutTenure(r),
+            ...withoutSuccessor(r),
             holder: to.holder,
             term: r.term + 1,
             acquiredAt: wall,
@@ -347,7 +346,7 @@ export class BoundElector {
             session: to.session,
             writeId: newWriteId(),
           }
-        : { ...withoutTenure(r), holder: null, renewedAt: wall, writeId: newWriteId() };
+        : releasedRecord(r, wall);
       const until = this.session.peek()?.until ?? 0;
       const outcome = await this.writer.write(next, h.stored.revision, {
         timeoutMs: until - this.session.clock.now(),
@@ -543,7 +542,7 @@ export class BoundElector {
       const next = successorOf(r);
       const registered = next?.holder === this.identity && next.session.name === this.session.name;
       if (!handed && !registered) return;
-      const write: LeaseRecord = handed ? { ...withoutTenure(r), holder: null } : withoutSuccessor(r);
+      const write: LeaseRecord = handed ? releasedRecord(r, r.renewedAt) : withoutSuccessor(r);
       if (handed) this.session.claim(this.name, r.term);
       const outcome = await this.writer.write(
         { ...write, renewedAt: this.session.clock.wallNow(), writeId: newWriteId() },

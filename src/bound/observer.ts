@@ -20,7 +20,7 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
-import { type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseStore, releasedRecord, type Stored } from "../lease.js";
 import type { SessionRef } from "./refs.js";
 
 export interface Observation {
@@ -117,13 +117,7 @@ export class SessionObserver {
     const e = this.entry(stored.record.name);
     if (e.fencing) return e.fencing;
     const fencing = (async () => {
-      const next = {
-        ...stored.record,
-        holder: null,
-        metadata: { fenced: this.s.identity },
-        renewedAt: this.s.clock.wallNow(),
-        writeId: newWriteId(),
-      };
+      const next = releasedRecord(stored.record, this.s.clock.wallNow(), { fenced: this.s.identity });
       const sentAt = this.s.clock.now();
       const outcome = await e.writer.write(next, stored.revision);
       if (outcome.kind === "applied") this.note(e, outcome.stored, outcome.sentAt);

@@ -21,12 +21,6 @@ export const sessionOf = (record: LeaseRecord): SessionRef | undefined => record
 /** The successor registered in a bound lease record, if any. */
 export const successorOf = (record: LeaseRecord): Successor | undefined => record.successor;
 
-/** `record` without its protocol fields of a tenure (session, successor and its proof): for a release. */
-export function withoutTenure(record: LeaseRecord): LeaseRecord {
-  const { session: _session, successor: _successor, successorDigest: _proof, ...rest } = record;
-  return rest;
-}
-
 /** `record` without a registered successor (and its proof). */
 export function withoutSuccessor(record: LeaseRecord): LeaseRecord {
   const { successor: _successor, successorDigest: _proof, ...rest } = record;

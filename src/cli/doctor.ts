@@ -10,7 +10,7 @@
  * (a record's term must outlive its holder), so the records the run wrote are left released, and
  * the report says where.
  */
-import { type LeaseRecord, type LeaseStore, MIN_LEASE_MS, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, MIN_LEASE_MS, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { openStore, parseStoreUrl } from "../open-store.js";
 import { makeRecord, SAFETY_CASES } from "../testkit/safety-cases.js";
 import { StoreWrapper } from "../testkit/store-wrapper.js";
@@ -181,7 +181,7 @@ async function releaseAll(store: Remembering): Promise<number> {
       const current = await store.inner.get(name);
       if (current === null) continue;
       if (current.record.holder !== null) {
-        await store.inner.put({ ...current.record, holder: null, writeId: newWriteId() }, current.revision);
+        await store.inner.put(releasedRecord(current.record, current.record.renewedAt), current.revision);
       }
       released++;
     } catch {

@@ -1,5 +1,5 @@
 /**
- * The `leasehold` command line (commander): run, status, watch, release, serve. `runCli` parses
+ * The `leasehold` command line (commander): run, status, watch, release, migrate-group, doctor, serve. `runCli` parses
  * `argv`, runs one command and returns the exit code: the command's own (run), 0 on success,
  * 2 for usage errors (unknown flags, bad values, bad store URL, bad names), 1 for runtime errors.
  * Errors are one line on stderr.
@@ -16,6 +16,7 @@ import {
 } from "../errors.js";
 import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
 import { doctorCommand } from "./doctor.js";
+import { migrateGroupCommand } from "./migrate-group.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
 import { runCommand } from "./run.js";
@@ -169,6 +170,31 @@ Examples:
       setExitCode(
         await releaseCommand(
           { store: storeOf(io, opts.store), name, holder: opts.holder, term: opts.term, json: opts.json === true },
+          io,
+        ),
+      );
+    });
+
+  program
+    .command("migrate-group")
+    .description(
+      "move a sharded group made by leasehold 0.1.0 to this version's record names, keeping every bucket's term",
+    )
+    .argument("<group>", "the group name")
+    .addOption(storeOption())
+    .option("--max-skew-ms <ms>", "the skew bound its members ran with (default 1000)", ms, 1000)
+    .option("--json", "print the result as JSON", false)
+    .addHelpText(
+      "after",
+      `
+Stop every member of the group first: it refuses while a member may still be live. It marks the
+old config moved (old members can no longer plan with it), copies each bucket record free at its
+term to <group>/_buckets/<i> (the next owner takes term + 1), then writes <group>/_config.`,
+    )
+    .action(async (group: string, opts) => {
+      setExitCode(
+        await migrateGroupCommand(
+          { store: storeOf(io, opts.store), group, maxSkewMs: opts.maxSkewMs, json: opts.json === true },
           io,
         ),
       );

@@ -7,7 +7,7 @@
 import { systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { ReleaseRefusedError } from "../errors.js";
-import { type LeaseStore, newWriteId, type Stored, validateName } from "../lease.js";
+import { type LeaseStore, releasedRecord, type Stored, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type CliIo, viewOf } from "./output.js";
 
@@ -59,10 +59,7 @@ export async function releaseLease(
     }
     // Through the one write path: a conflict that shows this very release (an SDK retry of a
     // write that applied) is a success, not "changed while releasing".
-    const outcome = await writer.writeSettled(
-      { ...r, holder: null, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() },
-      current.revision,
-    );
+    const outcome = await writer.writeSettled(releasedRecord(r, Math.max(Date.now(), r.renewedAt)), current.revision);
     if (outcome.kind === "applied") return { released: true, stored: outcome.stored };
     if (attempt === MAX_ATTEMPTS) {
       throw new ReleaseRefusedError(

@@ -31,7 +31,7 @@
  */
 import type { Clock } from "../clock.js";
 import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
-import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
@@ -333,13 +333,11 @@ export class LeaseHolder {
     for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
       const sentAt = this.s.clock.now();
       if (sentAt >= h.until) return; // it runs out by itself; a late write could only confuse
-      const next: LeaseRecord = {
-        ...h.stored.record,
-        holder: null,
-        ...(this.s.clearMetadataOnRelease ? { metadata: {} } : {}),
-        renewedAt: this.s.clock.wallNow(),
-        writeId: newWriteId(),
-      };
+      const next = releasedRecord(
+        h.stored.record,
+        this.s.clock.wallNow(),
+        this.s.clearMetadataOnRelease ? {} : undefined,
+      );
       const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
       if (this.held !== h) return;
       if (outcome.kind === "applied") {

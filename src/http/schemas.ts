@@ -370,7 +370,7 @@ export const MemberParams = z.object({
     param: {
       name: "group",
       in: "path",
-      description: `The group name (1-${MAX_GROUP_LENGTH} characters, the lease-name rule), percent-encoded as one path segment like a lease name (adapters/billing is adapters%2Fbilling). Its records are <group>/config, <group>/members/<id> and <group>/buckets/<i>; the token must cover <group>/members/<member> (a token whose prefix is exactly that acts for that member alone)`,
+      description: `The group name (1-${MAX_GROUP_LENGTH} characters, the lease-name rule), percent-encoded as one path segment like a lease name (adapters/billing is adapters%2Fbilling). Its records are <group>/_config, <group>/_members/<id> and <group>/_buckets/<i>; the token must cover <group>/_members/<member> (a token whose prefix is exactly that acts for that member alone)`,
     },
     example: "adapters/billing",
   }),

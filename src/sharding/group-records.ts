@@ -24,6 +24,8 @@ import {
   decodeConfig,
   decodeMember,
   type GroupConfig,
+  legacyConfigName,
+  legacyGroupRefusal,
   type MemberInfo,
 } from "./layout.js";
 import { fenceRecord, freeBucketRecord, releaseRecord, stampRecord, transferRecord } from "./next-records.js";
@@ -163,6 +165,9 @@ export class GroupRecords {
     const writer = this.writerFor(configName(group));
     let stored = await writer.read({ timeoutMs: callTimeoutMs });
     if (!stored) {
+      const legacy = await this.writerFor(legacyConfigName(group)).read({ timeoutMs: callTimeoutMs });
+      const refusal = legacyGroupRefusal(group, legacy?.record);
+      if (refusal) throw new LeaseStoreError(refusal, { ambiguous: false });
       const fresh = configRecord(group, { buckets, epoch: 1, previous: 0 }, leaseMs, this.s.clock.wallNow());
       const outcome = await writer.writeSettled(fresh, null, { timeoutMs: callTimeoutMs });
       stored = outcome.kind === "applied" ? outcome.stored : (outcome.current ?? null);

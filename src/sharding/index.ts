@@ -30,6 +30,7 @@ export {
   membersPrefix,
 } from "./layout.js";
 export { ShardedElectorMetrics } from "./metrics.js";
+export { type MigrateGroupOptions, type MigrateGroupResult, migrateGroup } from "./migrate.js";
 export {
   claimRecord,
   fenceRecord,

@@ -4,15 +4,19 @@
  * the API's term rules apply to it unchanged. The bucket count is in no name: changing it renames
  * nothing and leaves no record behind.
  *
- * - `<group>/config`: holder null, term 0 forever; metadata `buckets` (the count), `epoch` (+1 per
+ * They live under the group's protocol segments (`_config`, `_members`, `_buckets`), which no lease
+ * name can contain, so no plain lease and no other group's record lands on one (docs/design.md §1
+ * "Protocol records").
+ *
+ * - `<group>/_config`: holder null, term 0 forever; metadata `buckets` (the count), `epoch` (+1 per
  *   change of the count) and `previous` (the count before that change).
- * - `<group>/members/<id>`: one member's session. holder = the member id while a session runs,
+ * - `<group>/_members/<id>`: one member's session. holder = the member id while a session runs,
  *   null once it ended (released on leave, or fenced by another member after it expired);
  *   term = the session's number (+1 per new session). metadata `wants` lists the buckets this
  *   member asks their owners to hand over; `fenced` names who ended an expired session;
- *   `leasehold.instance` is the digest of the instance of a member that heartbeats over HTTP
+ *   `holderDigest` is the digest of the instance of a member that heartbeats over HTTP
  *   (src/api/shard-service.ts, src/api/instance.ts).
- * - `<group>/buckets/<index>`: one bucket. holder = the owning member id (null: free);
+ * - `<group>/_buckets/<index>`: one bucket. holder = the owning member id (null: free);
  *   term = the bucket's fencing token (+1 on every change of owner or session); metadata
  *   `session` = the owner's session term the bucket is held under, `held` = the config epoch the
  *   holding began in, `epoch` = the newest config epoch stamped on the record.
@@ -23,10 +27,10 @@ import { LeaseValidationError } from "../errors.js";
 import { type LeaseRecord, MAX_NAME_LENGTH, NAME_PATTERN, newWriteId, type Stored } from "../lease.js";
 import { MAX_BUCKETS, validateBucketCount } from "./bucket-of.js";
 
-/** Member ids: one path segment, so a member record's name is `<group>/members/<id>`. */
+/** Member ids: one path segment, so a member record's name is `<group>/_members/<id>`. */
 export const MEMBER_ID_PATTERN = /^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$/;
 
-const LONGEST_SUFFIX = Math.max(`/buckets/${MAX_BUCKETS - 1}`.length, "/members/".length + 64, "/config".length);
+const LONGEST_SUFFIX = Math.max(`/_buckets/${MAX_BUCKETS - 1}`.length, "/_members/".length + 64, "/_config".length);
 /** The longest group name that leaves room for every record name of the group. */
 export const MAX_GROUP_LENGTH = MAX_NAME_LENGTH - LONGEST_SUFFIX;
 
@@ -55,10 +59,15 @@ export function validateMemberId(id: unknown, path = "identity"): string {
   return id;
 }
 
-export const configName = (group: string) => `${group}/config`;
-export const membersPrefix = (group: string) => `${group}/members/`;
+export const configName = (group: string) => `${group}/_config`;
+export const membersPrefix = (group: string) => `${group}/_members/`;
 export const memberName = (group: string, id: string) => `${membersPrefix(group)}${id}`;
-export const bucketsPrefix = (group: string) => `${group}/buckets/`;
+export const bucketsPrefix = (group: string) => `${group}/_buckets/`;
+/**
+ * Where leasehold 0.1.0 kept a group's config (`<group>/config`, beside `members/` and `buckets/`):
+ * read only to refuse such a group with how to migrate it (`leasehold migrate-group`).
+ */
+export const legacyConfigName = (group: string) => `${group}/config`;
 export const bucketName = (group: string, index: number) => `${bucketsPrefix(group)}${index}`;
 
 /** The index in a bucket record's name, or `undefined` for a name that is not one. */
@@ -101,6 +110,16 @@ export function decodeConfig(record: LeaseRecord): GroupConfig | undefined {
   if (buckets === undefined || buckets < 1 || buckets > MAX_BUCKETS) return undefined;
   if (epoch === undefined || epoch < 1 || previous === undefined || previous > MAX_BUCKETS) return undefined;
   return { buckets, epoch, previous };
+}
+
+/**
+ * Why `group` cannot start under 0.2.0's names, or `undefined`: `legacy` (what `legacyConfigName`
+ * holds) is the config of a group leasehold 0.1.0 made, whose records the members of this version
+ * never see. Starting afresh beside it would hand its buckets out again at lower terms.
+ */
+export function legacyGroupRefusal(group: string, legacy: LeaseRecord | undefined): string | undefined {
+  if (!legacy || legacy.holder !== null || legacy.term !== 0 || decodeConfig(legacy) === undefined) return undefined;
+  return `group "${group}" was made by leasehold 0.1.0 (its records are ${legacyConfigName(group)}, ${group}/members/*, ${group}/buckets/*): stop every member of it, then run \`leasehold migrate-group ${group} --store <url>\`, which carries each bucket's term over to the records this version uses (${configName(group)}, ${membersPrefix(group)}*, ${bucketsPrefix(group)}*)`;
 }
 
 export function configRecord(group: string, config: GroupConfig, leaseMs: number, wallNow: number): LeaseRecord {

@@ -6,7 +6,7 @@
  * release and a fence keep the term. The caller writes it by compare-and-swap on the revision of
  * the record it was built from.
  */
-import { type LeaseRecord, newWriteId } from "../lease.js";
+import { type LeaseRecord, newWriteId, releasedRecord } from "../lease.js";
 import { type BucketInfo, bucketMetadata, bucketName, type MemberInfo } from "./layout.js";
 
 /** Taking a bucket (free, or of a session that is over) for `holder`'s session `session`. */
@@ -48,13 +48,7 @@ export function transferRecord(
 
 /** A bucket made free (holder null), its term kept. */
 export function releaseRecord(current: BucketInfo, epoch: number, wallNow: number): LeaseRecord {
-  return {
-    ...current.stored.record,
-    holder: null,
-    renewedAt: wallNow,
-    metadata: bucketMetadata(null, Math.max(epoch, current.epoch)),
-    writeId: newWriteId(),
-  };
+  return releasedRecord(current.stored.record, wallNow, bucketMetadata(null, Math.max(epoch, current.epoch)));
 }
 
 /** A bucket record marked with a newer config epoch; holder, term and session kept. */
@@ -83,11 +77,5 @@ export function freeBucketRecord(group: string, index: number, epoch: number, le
 
 /** An expired member's session ended by `by` (holder null, term kept). */
 export function fenceRecord(member: MemberInfo, by: string, wallNow: number): LeaseRecord {
-  return {
-    ...member.stored.record,
-    holder: null,
-    renewedAt: wallNow,
-    metadata: { fenced: by },
-    writeId: newWriteId(),
-  };
+  return releasedRecord(member.stored.record, wallNow, { fenced: by });
 }

@@ -1,5 +1,5 @@
 /**
- * A member's session (docs/sharding.md, "Sessions"): the member record `<group>/members/<id>`,
+ * A member's session (docs/sharding.md, "Sessions"): the member record `<group>/_members/<id>`,
  * the one record a member writes in steady state, whatever the number of buckets. Every bucket the
  * member holds is valid exactly as long as this session is, as etcd and ZooKeeper sessions carry
  * their keys.

@@ -12,7 +12,7 @@ import type { SessionLossReason } from "./session.js";
 export interface ShardedElectorOptions {
   /** Where the group lives; it must be able to list by prefix. */
   store: LeaseStore;
-  /** The group name: its records are `<group>/config`, `<group>/members/<id>`, `<group>/buckets/<i>`. */
+  /** The group name: its records are `<group>/_config`, `<group>/_members/<id>`, `<group>/_buckets/<i>`. */
   group: string;
   /** The bucket count a new group starts with. An existing group's config record wins (see `reshard`). */
   buckets: number;

@@ -235,7 +235,7 @@ describe("a remote member's session and buckets", () => {
     await clock.advance(1);
     const taken = await d.beat();
     expect(taken.held).toEqual(Array.from({ length: 16 }, (_, bucket) => ({ bucket, term: 2 })));
-    const fenced = decodeMember(group, (await store.get(`${group}/members/c`))!);
+    const fenced = decodeMember(group, (await store.get(`${group}/_members/c`))!);
     expect(fenced).toMatchObject({ holder: null, term: 1, fencedBy: "d" });
     const refused = await refusal(c.beat());
     expect(refused).toMatchObject({ status: 409, type: "urn:leasehold:problem:session-ended" });
@@ -379,7 +379,7 @@ describe("refusals", () => {
       clock,
       maxSkewMs: MAX_SKEW_MS,
       auth: {
-        tokens: [{ name: "m1", token: m1Token, prefixes: [`${group}/members/m1`], verbs: ["read", "write"] }],
+        tokens: [{ name: "m1", token: m1Token, prefixes: [`${group}/_members/m1`], verbs: ["read", "write"] }],
       },
     });
     const m1 = new LeaseholdClient({ baseUrl: scoped.url, fetch: scoped.fetch, token: m1Token, retries: 0 });

@@ -51,7 +51,7 @@ describe("sharded elector options", () => {
     await expect(
       runSharded({ store, group: "g", buckets: 2, signal: {} as AbortSignal }, () => undefined),
     ).rejects.toThrow(/signal: expected an AbortSignal/);
-    expect(await store.get("g/config")).toBeNull();
+    expect(await store.get("g/_config")).toBeNull();
   });
 
   it("a member whose outer signal is already aborted never joins", async () => {
@@ -59,7 +59,7 @@ describe("sharded elector options", () => {
     const stop = new AbortController();
     stop.abort();
     await runSharded({ store, group: "g", buckets: 2, clock: new ManualClock(), signal: stop.signal }, () => undefined);
-    expect(await store.get("g/config")).toBeNull();
+    expect(await store.get("g/_config")).toBeNull();
   });
 });
 
@@ -93,7 +93,7 @@ describe("a corrupt config record", () => {
     const clock = new ManualClock();
     await store.put(
       {
-        name: "g/config",
+        name: "g/_config",
         holder: null,
         term: 0,
         leaseMs: 1000,
@@ -111,7 +111,7 @@ describe("a corrupt config record", () => {
     await clock.advance(2000);
     expect(errors[0]).toBe("config: LeaseCorruptError");
     expect(elector.current.held).toEqual([]);
-    expect((await store.get("g/config"))?.record.writeId).toBe("w1");
+    expect((await store.get("g/_config"))?.record.writeId).toBe("w1");
     await elector.stop();
   });
 });

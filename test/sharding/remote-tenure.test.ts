@@ -139,11 +139,11 @@ describe("a remote member whose window closed gets new tenures at its next heart
       await clock.advance(300);
       for (const m of members) await beat(m);
     }
-    const before = (await client.get(`${group}/members/c`))!;
+    const before = (await client.get(`${group}/_members/c`))!;
     // c's window closed (say): it starts its next session on top of its live one.
     const restarted = await beat(c, { ended: c.session });
     expect(restarted.session).toBe(2);
-    const after = (await client.get(`${group}/members/c`))!;
+    const after = (await client.get(`${group}/_members/c`))!;
     expect(after.metadata.since).toBe(before.metadata.since);
     // The view is still stable: a is asked to hand buckets to b and c at once, not a lease later.
     await beat(b);

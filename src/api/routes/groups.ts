@@ -1,7 +1,7 @@
 /**
  * The sharded group routes (docs/sharding.md, "Over HTTP"): a remote member's heartbeat, hand-off
  * confirmation and leave (src/api/shard-service.ts). The token must cover the member's own record,
- * `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone, one
+ * `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone, one
  * scoped to `<group>/` for any member of the group. What the member proves beyond its token is its
  * `instance` (its digest is in its session record). Runtime-neutral.
  */

@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { recordRole, validateName, validatePrefix, validateRecordName } from "../../lease.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
+import { groupShape } from "../group-records.js";
 import type { LeaseOutcome } from "../lease-service.js";
 import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
@@ -19,11 +20,13 @@ export const recordName = (c: Context) => validateRecordName(c.req.param("name")
  */
 export const writableName = (c: Context) => {
   const name = recordName(c);
-  const role = recordRole(name);
-  if (role !== "lease" && role !== "session") {
+  const shape = recordRole(name) === "lease" ? undefined : groupShape(name);
+  if (shape) {
+    const route = `/v1/groups/${encodeURIComponent(shape.group)}/members/{member}`;
     throw new ProblemError(
       "group-record",
-      `"${name}" is a sharded group's record: it is written by its group routes only`,
+      `"${name}" is the ${shape.kind} record of the sharded group "${shape.group}": only its group routes write it (POST ${route}/heartbeat, /handoff, /leave)`,
+      { group: shape.group },
     );
   }
   return name;

@@ -22,7 +22,7 @@ import (
 // Tokens of a server started with Tokens: AdminToken may do anything (read, write and cas on
 // every name), AdaptersToken read and write under adapters/ (not cas: the raw compare-and-swap
 // k8slock uses is refused), ReaderToken only read; MemberTokens[i] is the token of member
-// ScopedMembers[i] of ScopedGroup alone (write on ScopedGroup/members/<member>).
+// ScopedMembers[i] of ScopedGroup alone (write on ScopedGroup/_members/<member>).
 const (
 	AdminToken    = "admin-token-0123456789abcdef"
 	AdaptersToken = "adapters-token-0123456789abcdef"
@@ -40,7 +40,7 @@ func tokensJSON() string {
 		`{"name":"adapters","token":"` + AdaptersToken + `","prefixes":["adapters/"],"verbs":["read","write"]},` +
 		`{"name":"reader","token":"` + ReaderToken + `","prefixes":[""],"verbs":["read"]}`
 	for i, m := range ScopedMembers {
-		tokens += `,{"name":"member-` + m + `","token":"` + MemberTokens[i] + `","prefixes":["` + ScopedGroup + `/members/` + m + `"],"verbs":["write"]}`
+		tokens += `,{"name":"member-` + m + `","token":"` + MemberTokens[i] + `","prefixes":["` + ScopedGroup + `/_members/` + m + `"],"verbs":["write"]}`
 	}
 	return tokens + "]"
 }

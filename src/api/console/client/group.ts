@@ -57,7 +57,7 @@ export const groupView: View = (app: App, main: HTMLElement, group: string) => {
         h(
           "p",
           { class: "note" },
-          `No group “${group}” (no record ${group}/config yet): it appears here once a member starts it.`,
+          `No group “${group}” (no record ${group}/_config yet): it appears here once a member starts it.`,
         ),
       );
       return;
@@ -87,7 +87,7 @@ export const groupView: View = (app: App, main: HTMLElement, group: string) => {
               "th",
               { scope: "row" },
               h("span", { class: `swatch ${colour.get(m.id)}`, "aria-hidden": "true" }),
-              h("a", { href: leaseLink(`${group}/members/${m.id}`), "data-key": `member:${m.id}` }, m.id),
+              h("a", { href: leaseLink(`${group}/_members/${m.id}`), "data-key": `member:${m.id}` }, m.id),
             ),
             h("td", {}, m.state, m.state === "fenced" && m.fencedBy ? ` by ${m.fencedBy}` : ""),
             h("td", {}, String(m.session)),
@@ -126,7 +126,7 @@ export const groupView: View = (app: App, main: HTMLElement, group: string) => {
           h(
             "a",
             {
-              href: leaseLink(`${group}/buckets/${b.bucket}`),
+              href: leaseLink(`${group}/_buckets/${b.bucket}`),
               "aria-label": label,
               title: label,
               "data-key": `bucket:${b.bucket}`,

@@ -62,7 +62,7 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
   let found = new Set<string>();
   const groupOf = (name: string) =>
     [...found].find(
-      (g) => name === `${g}/config` || name.startsWith(`${g}/members/`) || name.startsWith(`${g}/buckets/`),
+      (g) => name === `${g}/_config` || name.startsWith(`${g}/_members/`) || name.startsWith(`${g}/_buckets/`),
     );
   const input = h("input", { id: "prefix", name: "prefix", value: prefix, autocomplete: "off", spellcheck: "false" });
   const form = h(
@@ -166,14 +166,14 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     const leases = [...rows.values()].map((r) => r.lease);
     found = new Set(
       leases
-        .filter((l) => l.name.endsWith("/config") && l.metadata.buckets !== undefined && l.term === 0)
-        .map((l) => l.name.slice(0, -"/config".length)),
+        .filter((l) => l.name.endsWith("/_config") && l.metadata.buckets !== undefined && l.term === 0)
+        .map((l) => l.name.slice(0, -"/_config".length)),
     );
     let grouped = 0;
     for (const row of rows.values()) {
       const group = groupOf(row.lease.name);
       if (group !== undefined) grouped++;
-      const config = group !== undefined && row.lease.name === `${group}/config`;
+      const config = group !== undefined && row.lease.name === `${group}/_config`;
       if (config !== row.config) {
         row.config = config;
         row.cells.state.dataset.state = "";
@@ -207,7 +207,7 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
                   "li",
                   {},
                   h("a", { href: groupLink(group), "data-key": `group:${group}` }, group),
-                  ` (${rows.get(`${group}/config`)?.lease.metadata.buckets} buckets)`,
+                  ` (${rows.get(`${group}/_config`)?.lease.metadata.buckets} buckets)`,
                 ),
               ),
             ),
