@@ -81,10 +81,21 @@ func (e *Elector) campaign(ctx context.Context) (*tenure, error) {
 // held under this candidate's identity but not by this process (a predecessor with the same
 // identity) is waited out the same way: nothing proves it is ours.
 func (e *Elector) takeoverAt(o observation) time.Time {
-	if o.lease == nil || o.free || o.lease.Holder == "" {
-		return o.seenAt
+	if o.free {
+		return o.seenAt // the server said so: released, or a bound lease's session ended
 	}
-	return o.seenAt.Add(o.lease.LeaseDuration)
+	var r *TenureRecord
+	if o.lease != nil {
+		r = &TenureRecord{Holder: o.lease.Holder, Term: o.lease.Term, LeaseMs: o.lease.LeaseDuration.Milliseconds()}
+	}
+	// Judged on its own (tenure.go), counted from when it was first seen. The Go elector never
+	// compares its wall clock with another machine's stamps, so the stamps say nothing here
+	// (wallNow is the record's own renewedAt).
+	v := Judge(nil, r, 0, 0, 0, 0, 0)
+	if v.Kind == VerdictLive {
+		return o.seenAt.Add(time.Duration(v.Until) * time.Millisecond)
+	}
+	return o.seenAt
 }
 
 // acquire sends one acquire. It returns the term won; or when to try again (a refusal of a lease

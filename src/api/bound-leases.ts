@@ -30,6 +30,7 @@
  */
 import { sameRef, sameSuccessor } from "../bound/refs.js";
 import { type LeaseRecord, recordRole, type SessionRef } from "../lease.js";
+import { heldUnder } from "../tenure.js";
 import { digestOf } from "./instance.js";
 import { ProblemError } from "./problems.js";
 
@@ -38,20 +39,15 @@ export function boundSession(record: LeaseRecord): SessionRef | undefined {
   return record.holder === null ? undefined : record.session;
 }
 
-/** Whether a held lease is bound, and when it stops being held, by its session's record. */
+/** Whether a held lease is bound, and when it stops being held, by its session's record (src/tenure.ts). */
 export function boundState(
   record: LeaseRecord,
   session: LeaseRecord | undefined,
-  isFree: (record: LeaseRecord) => boolean,
+  wallNow: number,
+  maxSkewMs: number,
 ): { expiresAt: number; free: boolean } | undefined {
   const ref = boundSession(record);
-  if (!ref) return undefined;
-  if (session && session.holder === record.holder && session.term === ref.term) {
-    return { expiresAt: session.renewedAt + session.leaseMs, free: isFree(session) };
-  }
-  // The session tenure it rode on is over (released, fenced, a later term) or never was.
-  const own = record.renewedAt + record.leaseMs;
-  return { expiresAt: Math.min(own, session ? session.renewedAt : own), free: true };
+  return ref && heldUnder({ holder: record.holder!, term: ref.term }, record, session, wallNow, maxSkewMs);
 }
 
 /**

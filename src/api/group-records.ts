@@ -22,6 +22,7 @@ import {
   memberIdOf,
   memberName,
 } from "../sharding/layout.js";
+import { heldUnder } from "../tenure.js";
 
 export type GroupRecordKind = "config" | "member" | "bucket";
 
@@ -53,7 +54,9 @@ type Read = (name: string) => Promise<Stored | null>;
 export class GroupRecords {
   constructor(
     private readonly read: Read,
-    private readonly isFree: (record: LeaseRecord) => boolean,
+    /** The server's clock and skew bound: the stateless rule judges the owner's session (src/tenure.ts). */
+    private readonly clock: { wallNow(): number },
+    private readonly maxSkewMs: number,
   ) {}
 
   /**
@@ -76,13 +79,12 @@ export class GroupRecords {
     };
     if (!isGroupConfig((await cached(configName(shape.group)))?.record)) return undefined;
     const bucket = decodeBucket(shape.group, stored);
-    const own = stored.record.renewedAt + stored.record.leaseMs;
-    if (!bucket || bucket.holder === null) return { expiresAt: own, free: true };
-    const session = (await cached(memberName(shape.group, bucket.holder)))?.record;
-    if (session && session.holder === bucket.holder && session.term === bucket.session) {
-      return { expiresAt: session.renewedAt + session.leaseMs, free: this.isFree(session) };
+    if (!bucket || bucket.holder === null) {
+      return { expiresAt: stored.record.renewedAt + stored.record.leaseMs, free: true };
     }
-    // The session that held it is over (left, fenced, replaced) or never was: free since then.
-    return { expiresAt: Math.min(own, session ? session.renewedAt : own), free: true };
+    const session = (await cached(memberName(shape.group, bucket.holder)))?.record;
+    // An unreadable owner's session term (-1) is no tenure: free, as the session it named is unknown.
+    const tenure = { holder: bucket.holder, term: bucket.session ?? -1 };
+    return heldUnder(tenure, stored.record, session, this.clock.wallNow(), this.maxSkewMs);
   }
 }

@@ -20,6 +20,7 @@ import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
+import { msUntilPast } from "../tenure.js";
 import { checkTermRules } from "../term-rules.js";
 import { boundSession, refused, type SessionCheck, sessionRefusal, succession } from "./bound-leases.js";
 import { digestOf, instanceDigest } from "./instance.js";
@@ -294,7 +295,7 @@ export class LeaseService {
     const state = await this.views.state(stored);
     return {
       free: state.free,
-      freeInMs: state.free ? 0 : Math.max(0, state.expiresAt + this.views.maxSkewMs - wall + 1),
+      freeInMs: state.free ? 0 : msUntilPast(state.expiresAt, wall, this.views.maxSkewMs),
     };
   }
 

@@ -13,6 +13,7 @@ import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../err
 import type { LeaseView } from "../http/schemas.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { memberName } from "../sharding/layout.js";
+import { freeByStamps, freeInMs } from "../tenure.js";
 import { boundSession, boundState } from "./bound-leases.js";
 import { type BucketState, GroupRecords, groupShape } from "./group-records.js";
 import { ProblemError } from "./problems.js";
@@ -61,21 +62,17 @@ export class LeaseViews {
     private readonly clock: Clock,
     readonly maxSkewMs: number,
   ) {
-    this.groups = new GroupRecords(
-      (name) => this.read(name),
-      (record) => this.isFree(record),
-    );
+    this.groups = new GroupRecords((name) => this.read(name), clock, maxSkewMs);
   }
 
   /** Free when released, or when no instance could still consider it held (skew bound included). */
   isFree(record: LeaseRecord, wallNow = this.clock.wallNow()): boolean {
-    return record.holder === null || wallNow > record.renewedAt + record.leaseMs + this.maxSkewMs;
+    return freeByStamps(record, wallNow, this.maxSkewMs);
   }
 
   /** When this server will first consider `record` free (ms from `wallNow`; 0 when it is already). */
   freeInMs(record: LeaseRecord, wallNow = this.clock.wallNow()): number {
-    if (record.holder === null) return 0;
-    return Math.max(0, record.renewedAt + record.leaseMs + this.maxSkewMs - wallNow + 1);
+    return freeInMs(record, wallNow, this.maxSkewMs);
   }
 
   /** The record as callers see it, a bucket or a bound lease with its session's state. */
@@ -103,7 +100,7 @@ export class LeaseViews {
       session = this.read(ref.name);
       cache.set(ref.name, session);
     }
-    return boundState(stored.record, (await session)?.record, (r) => this.isFree(r));
+    return boundState(stored.record, (await session)?.record, this.clock.wallNow(), this.maxSkewMs);
   }
 
   /** The session record a held record's state follows (a bucket's owner's, a bound lease's), if any. */

@@ -64,6 +64,7 @@ import {
   transferRecord,
 } from "../sharding/next-records.js";
 import { type Plan, planShards } from "../sharding/plan.js";
+import { pastExpiry } from "../tenure.js";
 import { isGroupConfig } from "./group-records.js";
 import { digestOf, instanceDigest } from "./instance.js";
 import type { Caller, LeaseService } from "./lease-service.js";
@@ -335,7 +336,7 @@ export class ShardService {
   /** `renewedAt + leaseMs` has passed on this server's clock: no member can still be inside the window. */
   private pastWindow(m: MemberInfo, wall: number): boolean {
     const r = m.stored.record;
-    return wall > r.renewedAt + r.leaseMs;
+    return pastExpiry(r.renewedAt + r.leaseMs, wall, 0);
   }
 
   /** The caller's live session, the one it names from its own instance; otherwise the problem. */
@@ -399,7 +400,8 @@ export class ShardService {
     for (const m of members.values()) {
       const r = m.stored.record;
       if (m.holder === null) at = Math.max(at, r.renewedAt);
-      else if (this.leases.isFree(r, wall)) at = Math.max(at, r.renewedAt + r.leaseMs + this.maxSkewMs);
+      else if (this.leases.isFree(r, wall))
+        at = Math.max(at, r.renewedAt + r.leaseMs + this.maxSkewMs); // when it turned free
       else at = Math.max(at, sinceOf(m));
     }
     return at;

@@ -13,6 +13,7 @@
  *
  * Runtime-neutral; the observation state is plain data a test can drive.
  */
+import { expiresAt, tenureOver } from "../tenure.js";
 import type { MemberInfo } from "./layout.js";
 
 interface Seen {
@@ -61,9 +62,7 @@ export class MemberObservations {
     if (m.holder === null) return undefined;
     const seen = this.seen.get(m.id);
     if (!seen || seen.revision !== m.stored.revision) return undefined;
-    const r = m.stored.record;
-    if (r.renewedAt + r.leaseMs + maxSkewMs < wallNow) return seen.at;
-    return seen.at + r.leaseMs;
+    return expiresAt(m.stored.record, seen.at, wallNow, maxSkewMs);
   }
 }
 
@@ -79,6 +78,5 @@ export function sessionMayLive(
 ): boolean {
   if (session === undefined) return true;
   const m = members.get(holder);
-  if (!m) return true;
-  return !(m.term > session || (m.term === session && m.holder === null));
+  return !m || !tenureOver({ holder, term: session }, m.stored.record);
 }

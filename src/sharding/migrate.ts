@@ -22,6 +22,7 @@ import { type Clock, systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { freeByStamps } from "../tenure.js";
 import {
   bucketMetadata,
   bucketName,
@@ -88,7 +89,7 @@ export async function migrateGroup(options: MigrateGroupOptions): Promise<Migrat
     const wall = clock.wallNow();
     for (const m of await all(legacyMembers(group))) {
       const r = m.record;
-      if (r.holder !== null && r.renewedAt + r.leaseMs + maxSkewMs > wall) {
+      if (!freeByStamps(r, wall, maxSkewMs)) {
         throw refuse(
           `member "${r.holder}" of group "${group}" (${r.name}) may still be live (renewed at ${new Date(r.renewedAt).toISOString()}): stop every member of the group and wait out its lease`,
         );

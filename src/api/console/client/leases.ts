@@ -6,6 +6,7 @@
  * expires with it); they can be hidden to see only the plain leases.
  */
 import type { LeaseView, WatchEventView } from "../../../http/schemas.js";
+import { pastExpiry } from "../../../tenure.js";
 import type { LeaseSnapshotWire } from "../wire.js";
 import type { App, View } from "./app.js";
 import { ago, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
@@ -23,7 +24,7 @@ export type LeaseState = "held" | "expired" | "free";
  */
 export function stateOf(lease: LeaseView, maxSkewMs: number, free = false): LeaseState {
   if (lease.holder === null) return "free";
-  return free || serverNow() > lease.expiresAt + maxSkewMs ? "expired" : "held";
+  return free || pastExpiry(lease.expiresAt, serverNow(), maxSkewMs) ? "expired" : "held";
 }
 
 const SYMBOL: Record<LeaseState, string> = { held: "●", expired: "▲", free: "○" };
