@@ -7,6 +7,7 @@
  * (`leasehold/store-kit`) and the test kit with the contract suites (`leasehold/testkit`).
  */
 
+export { MemoryStore } from "./backends/memory/store.js";
 export { BoundElector } from "./bound/bound-elector.js";
 export { type BoundElectorOptions, LeaseSession, openSession, type SessionOptions } from "./bound/session.js";
 export { type Clock, systemClock } from "./clock.js";
@@ -88,4 +89,3 @@ export {
   type ShardedElectorOptions,
   type ShardedElectorState,
 } from "./sharding/sharded-elector.js";
-export { MemoryStore } from "./stores/memory.js";

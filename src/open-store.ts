@@ -16,14 +16,14 @@
  * Node-only stores into the core bundle. Runtime-neutral: the environment is passed in, never read
  * from globals.
  */
-import { type AzureBlobUrl, azureBlobBackend } from "./backends/azure-blob.js";
+import { type AzureBlobUrl, azureBlobBackend } from "./backends/azure-blob/backend.js";
 import type { Backend, Runtime } from "./backends/backend.js";
-import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb.js";
-import { type GcsUrl, gcsBackend } from "./backends/gcs.js";
-import { type HttpUrl, httpBackend } from "./backends/http.js";
-import { type MemoryUrl, memoryBackend } from "./backends/memory.js";
-import { type S3Url, s3Backend } from "./backends/s3.js";
-import { type SqliteUrl, sqliteBackend } from "./backends/sqlite.js";
+import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb/backend.js";
+import { type GcsUrl, gcsBackend } from "./backends/gcs/backend.js";
+import { type HttpUrl, httpBackend } from "./backends/http/backend.js";
+import { type MemoryUrl, memoryBackend } from "./backends/memory/backend.js";
+import { type S3Url, s3Backend } from "./backends/s3/backend.js";
+import { type SqliteUrl, sqliteBackend } from "./backends/sqlite/backend.js";
 import { invalid, setForms } from "./backends/url.js";
 import { LeaseValidationError, StoreUnavailableError } from "./errors.js";
 import type { LeaseStore } from "./lease.js";

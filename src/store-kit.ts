@@ -5,6 +5,8 @@
  * for counter-based stores, and the one write path (`CasWriter`) for callers that write records
  * themselves. Run your store against `leasehold/testkit`'s contract suites. Runtime-neutral.
  */
+
+export { parseRevision } from "./backends/revision.js";
 export { type CallLimit, CasWriter, type CasWriterOptions, type WriteOutcome } from "./elector/cas.js";
 export {
   holderSchema,
@@ -29,5 +31,4 @@ export {
   validateRecord,
   zodIssues,
 } from "./lease.js";
-export { parseRevision } from "./stores/revision.js";
 export { checkTermRules, type TermRule, type TermRuleViolation } from "./term-rules.js";

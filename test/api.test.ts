@@ -1,11 +1,11 @@
 /** Every route, error status and auth scope of the API, in process (app.fetch, no socket). */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseCorruptError, LeaseStoreError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import { Problem } from "../src/http/schemas.js";
 import type { LeaseStore } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { LeaseValidationError } from "../src/errors.js";
 import {
   describeAuth,
@@ -17,7 +18,6 @@ import {
   type ServerVariable,
   startupLine,
 } from "../src/runtime/config.js";
-import { MemoryStore } from "../src/stores/memory.js";
 
 const TOKEN = "config-test-token-0123456789";
 const TOKENS = JSON.stringify([{ name: "ci", token: TOKEN, prefixes: ["jobs/", ""], verbs: ["read", "write"] }]);

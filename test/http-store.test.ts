@@ -1,10 +1,10 @@
 /** The HTTP store against the real API server: the same store and elector contracts as every backend. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpStore } from "../src/backends/http/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { systemClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { isAmbiguous, isLeaseConflictError, isLeaseStillHeldError } from "../src/errors.js";
-import { HttpStore } from "../src/stores/http.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeElectorContract, type ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";

@@ -6,11 +6,11 @@
 import { Storage } from "@google-cloud/storage";
 import type { LambdaContext as Context } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { createHandler, createStreamingHandler, STREAMING_HINT } from "../src/runtime/lambda.js";
 import { serve } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { TEST_INSTANCE, withInstance } from "./support/api-server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 

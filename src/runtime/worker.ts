@@ -19,12 +19,12 @@
 
 import { createApp } from "../api/app.js";
 import { byLevel, createLogger } from "../api/log.js";
-import { dynamoDbOptionsOf } from "../backends/dynamodb.js";
+import { DurableObjectStore, type LeaseNamespace } from "../backends/durable-object/store.js";
+import { dynamoDbOptionsOf } from "../backends/dynamodb/backend.js";
 import type { LeaseStore } from "../lease.js";
-import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
 import { authConfig, readServerConfig, type ServerConfig, startupLine } from "./config.js";
 
-export { LeaseObject } from "../stores/durable-object.js";
+export { LeaseObject } from "../backends/durable-object/store.js";
 
 export interface WorkerEnv {
   LEASES?: LeaseNamespace;
@@ -96,6 +96,6 @@ async function storeOf(config: ServerConfig, env: WorkerEnv): Promise<LeaseStore
   const spec = config.store.spec;
   if (spec.kind !== "dynamodb" || !config.awsCredentials) throw new Error("the Worker serves dynamodb:// only");
   // Loaded only for this branch, so isolates on the Durable Object store never evaluate the AWS SDK.
-  const { DynamoDbStore } = await import("../stores/dynamodb.js");
+  const { DynamoDbStore } = await import("../backends/dynamodb/store.js");
   return new DynamoDbStore(dynamoDbOptionsOf(spec, config.storeEnv, { credentials: config.awsCredentials }));
 }

@@ -7,6 +7,7 @@
  * two members at once.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
@@ -15,7 +16,6 @@ import { Problem } from "../../src/http/schemas.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../../src/lease.js";
 import { bucketIndexOf, decodeMember, memberName } from "../../src/sharding/layout.js";
 import { reshard } from "../../src/sharding/reshard.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { checkTermRules } from "../../src/term-rules.js";
 import { uniqueName } from "../../src/testkit/store-contract.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";

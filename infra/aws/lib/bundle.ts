@@ -2,8 +2,8 @@
  * Builds the folder the stack deploys as the function's code, with esbuild (local, no Docker):
  *
  *   index.js                the API's Lambda entry (src/runtime/lambda.ts), handler "index.handler"
- *   stores/dynamodb.js      the DynamoDB store, where openStore's runtime import looks for it
- *   stores/s3.js            the S3 store (the stack's `store: "s3"`), likewise
+ *   backends/dynamodb/store.js  the DynamoDB store, where openStore's runtime import looks for it
+ *   backends/s3/store.js        the S3 store (the stack's `store: "s3"`), likewise
  *   chunk-*.js              code they share (one copy of the error classes, so instanceof holds)
  *   node_modules/@aws-sdk/client-dynamodb/, node_modules/@aws-sdk/client-s3/   the pinned SDKs, each bundled once
  *   package.json            {"type":"module"}
@@ -41,8 +41,8 @@ export async function bundleLambda(outDir: string): Promise<void> {
     ...common,
     entryPoints: {
       index: join(REPO_ROOT, "src", "runtime", "lambda.ts"),
-      "stores/dynamodb": join(REPO_ROOT, "src", "stores", "dynamodb.ts"),
-      "stores/s3": join(REPO_ROOT, "src", "stores", "s3.ts"),
+      "backends/dynamodb/store": join(REPO_ROOT, "src", "backends", "dynamodb", "store.ts"),
+      "backends/s3/store": join(REPO_ROOT, "src", "backends", "s3", "store.ts"),
     },
     outdir: outDir,
     splitting: true,

@@ -1,15 +1,15 @@
 /**
- * The Azure Blob backend's declaration (./backend.ts): `azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=`
+ * The Azure Blob backend's declaration (../backend.ts): `azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=`
  * with the key from the environment (AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or
  * AZURE_STORAGE_SAS_TOKEN, in that order), the Azure Blob store's options, Node and Lambda. The
- * store is src/stores/azure-blob.ts. Runtime-neutral, no SDK.
+ * store is src/backends/azure-blob/store.ts. Runtime-neutral, no SDK.
  */
 import type { AnonymousCredential, ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import { objectStoreFields } from "../stores/object-store.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import type { Backend } from "../backend.js";
+import { objectStoreFields } from "../object-store/store.js";
+import * as parts from "../url.js";
 
 /**
  * What `new BlobServiceClient(url, credential)` accepts: a shared key, a TokenCredential (e.g.
@@ -181,7 +181,7 @@ export const azureBlobBackend: Backend<AzureBlobUrl> = {
       }),
     };
   },
-  module: "./stores/azure-blob.js",
+  module: "./backends/azure-blob/store.js",
   open(spec, { env, client, module }) {
     const { AzureBlobStore } = module as AzureBlobModule;
     const base = parts.defined({ prefix: spec.prefix });

@@ -21,11 +21,11 @@ import {
   LeaseStoreError,
   LeaseTermRuleError,
   LeaseValidationError,
-} from "../errors.js";
-import { isLeaseholdApiError } from "../http/api-error.js";
-import { type ClientOptions, LeaseholdClient } from "../http/client.js";
-import { escapeReserved, unescapeReserved } from "../http/proxied.js";
-import type { LeaseView } from "../http/schemas.js";
+} from "../../errors.js";
+import { isLeaseholdApiError } from "../../http/api-error.js";
+import { type ClientOptions, LeaseholdClient } from "../../http/client.js";
+import { escapeReserved, unescapeReserved } from "../../http/proxied.js";
+import type { LeaseView } from "../../http/schemas.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -36,7 +36,7 @@ import {
   validateName,
   validatePrefix,
   validateRecord,
-} from "../lease.js";
+} from "../../lease.js";
 
 export type HttpStoreOptions = ClientOptions;
 

@@ -1,12 +1,12 @@
 /**
  * Amazon S3 store (`leasehold/stores/s3`), on @aws-sdk/client-s3 and S3's conditional writes:
- * an adapter over the object-store core (./object-store.ts, which states the contract). The
+ * an adapter over the object-store core (../object-store/store.ts, which states the contract). The
  * object's ETag is the revision: a create is one `PutObject` with `If-None-Match: *`, a replace
  * one `PutObject` with `If-Match: <etag>`; S3 answers 412 `PreconditionFailed` to a failed
  * condition, and 404 `NoSuchKey` to an If-Match on an object that is gone (a conflict whose
  * current record is `null`).
  *
- * A new endpoint is checked first (./conditional-probe.ts): once per process and bucket prefix,
+ * A new endpoint is checked first (../object-store/conditional-probe.ts): once per process and bucket prefix,
  * before any lease is written, the store makes sure the server refuses a second
  * `If-None-Match: *` and a stale `If-Match`. A server that accepts either, or answers `501 Not
  * Implemented` to a conditional write, is refused with a `StoreContractError` naming the endpoint
@@ -28,15 +28,15 @@
  * answers (no DOMParser), test/workers/s3.test.ts.
  */
 import type { S3Client } from "@aws-sdk/client-s3";
-import { type S3StoreOptions, s3OptionsSchema } from "../backends/s3.js";
-import { validate } from "../lease.js";
-import { importPeer } from "../peer.js";
-import { probeConditionalWrites } from "./conditional-probe.js";
-import { ETAG_PATTERN, parseEtag } from "./etag.js";
-import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
+import { validate } from "../../lease.js";
+import { importPeer } from "../../peer.js";
+import { probeConditionalWrites } from "../object-store/conditional-probe.js";
+import { ETAG_PATTERN, parseEtag } from "../object-store/etag.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { type S3StoreOptions, s3OptionsSchema } from "./backend.js";
 
-export type { S3StoreOptions } from "../backends/s3.js";
+export type { S3StoreOptions } from "./backend.js";
 
 const {
   GetObjectCommand,
@@ -193,7 +193,7 @@ export class S3Store extends ObjectStore {
     this.endpoint = o.endpoint ?? (o.client === undefined ? "AWS S3" : "the S3 client's endpoint");
   }
 
-  /** Before the first write: the server must refuse what S3 refuses (./conditional-probe.ts). */
+  /** Before the first write: the server must refuse what S3 refuses (../object-store/conditional-probe.ts). */
   protected override beforeWrite(): Promise<void> {
     return probeConditionalWrites(this.s3, this.prefix, `${this.endpoint} (bucket ${this.bucket})`);
   }

@@ -1,6 +1,6 @@
 /**
  * Google Cloud Storage store (`leasehold/stores/gcs`), on @google-cloud/storage: an adapter over
- * the object-store core (./object-store.ts, which states the contract). The object's `generation`
+ * the object-store core (../object-store/store.ts, which states the contract). The object's `generation`
  * is the revision: a create is an upload with `ifGenerationMatch=0`, a replace an upload with
  * `ifGenerationMatch=<generation>`; GCS applies either atomically or answers 412. Uploads are
  * simple (one request, all or nothing), with `Cache-Control: no-store` so no cache ever serves a
@@ -14,18 +14,18 @@
  * write as applied, never as a lost lease.
  *
  * Limits: GCS sustains about one write per second to one object (`limits.minWriteIntervalMs`,
- * declared in src/backends/gcs.ts): an elector renewing faster is refused by its option
+ * declared in src/backends/gcs/backend.ts): an elector renewing faster is refused by its option
  * validation. Node only (the SDK hangs inside workerd).
  */
 import type { Bucket, File, GetFilesOptions, StorageOptions } from "@google-cloud/storage";
-import { GCS_LIMITS, type GcsStoreOptions, gcsOptionsSchema } from "../backends/gcs.js";
-import { LeaseStoreError, LeaseValidationError } from "../errors.js";
-import { type Revision, validate } from "../lease.js";
-import { importPeer } from "../peer.js";
-import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
+import { LeaseStoreError, LeaseValidationError } from "../../errors.js";
+import { type Revision, validate } from "../../lease.js";
+import { importPeer } from "../../peer.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { GCS_LIMITS, type GcsStoreOptions, gcsOptionsSchema } from "./backend.js";
 
-export type { GcsStoreOptions } from "../backends/gcs.js";
+export type { GcsStoreOptions } from "./backend.js";
 
 const { Storage: StorageClass } = await importPeer(
   "@google-cloud/storage",

@@ -1,12 +1,12 @@
 /**
- * The SQLite backend's declaration (./backend.ts): `sqlite:PATH` and `sqlite::memory:`, the SQLite
+ * The SQLite backend's declaration (../backend.ts): `sqlite:PATH` and `sqlite::memory:`, the SQLite
  * store's options, Node only: each Lambda instance would have its own file, and a Worker has no
- * file system. The store is src/stores/sqlite.ts. Runtime-neutral.
+ * file system. The store is src/backends/sqlite/store.ts. Runtime-neutral.
  */
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import type { Backend } from "../backend.js";
+import * as parts from "../url.js";
 
 export interface SqliteStoreOptions {
   /** File path, created with its folder when missing; ":memory:" for a private in-memory database. */
@@ -79,7 +79,7 @@ export const sqliteBackend: Backend<SqliteUrl> = {
     }
     return { kind: "sqlite", path };
   },
-  module: "./stores/sqlite.js",
+  module: "./backends/sqlite/store.js",
   open(spec, { create, module }) {
     const { SqliteStore } = module as SqliteModule;
     return new SqliteStore({ path: spec.path, ...(create ? {} : { create: false }) });

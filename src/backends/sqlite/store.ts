@@ -8,7 +8,7 @@
  * synced to disk (`synchronous = FULL`, or EXTRA), so an acknowledged acquisition or renewal
  * survives a power loss, not only a crash of the process. The fsync costs about a millisecond,
  * so writes do not run on the caller's thread: the process's SQLite writer thread
- * (./sqlite-writer.ts) commits them with group commit, every write that arrived during one commit
+ * (./writer.ts) commits them with group commit, every write that arrived during one commit
  * going into the next, one transaction and one fsync for all, each write judged on its own.
  * Reads run here, on a connection of their own, and see every acknowledged write (WAL readers
  * see every commit that completed before they started); `getMany` is one `SELECT ... IN` over
@@ -18,8 +18,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
-import { type SqliteStoreOptions, sqliteOptionsSchema } from "../backends/sqlite.js";
-import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../errors.js";
+import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -33,9 +32,10 @@ import {
   validateName,
   validatePrefix,
   validateRecord,
-} from "../lease.js";
-import { importPeer } from "../peer.js";
-import { parseRevision } from "./revision.js";
+} from "../../lease.js";
+import { importPeer } from "../../peer.js";
+import { parseRevision } from "../revision.js";
+import { type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
 import {
   type DatabaseSettings,
   openDatabase,
@@ -45,12 +45,12 @@ import {
   type Synchronous,
   type WriteRequest,
   type WriteResult,
-} from "./sqlite-commit.js";
-import { attachWriter } from "./sqlite-writer.js";
+} from "./commit.js";
+import { attachWriter } from "./writer.js";
 
 const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
 
-export type { SqliteStoreOptions } from "../backends/sqlite.js";
+export type { SqliteStoreOptions } from "./backend.js";
 
 /**
  * Baselines for the benchmark and the power-loss test's control, not for use: "NORMAL" loses

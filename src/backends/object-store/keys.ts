@@ -3,8 +3,8 @@
  * `<prefix><name>.json`, and listing by prefix yields leases in *name* order although the service
  * lists objects in *key* order. Runtime-neutral.
  */
-import { LeaseValidationError } from "../errors.js";
-import { type ListOptions, type Stored, validateName } from "../lease.js";
+import { LeaseValidationError } from "../../errors.js";
+import { type ListOptions, type Stored, validateName } from "../../lease.js";
 
 export const OBJECT_SUFFIX = ".json";
 

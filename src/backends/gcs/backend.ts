@@ -1,15 +1,15 @@
 /**
- * The GCS backend's declaration (./backend.ts): `gcs://BUCKET/PREFIX?endpoint=&project=`, the
+ * The GCS backend's declaration (../backend.ts): `gcs://BUCKET/PREFIX?endpoint=&project=`, the
  * GCS store's options, Node and Lambda only (the SDK hangs inside workerd), and its one limit:
  * GCS sustains about one write per second to one object, so renewals may not come faster. The
- * store is src/stores/gcs.ts. Runtime-neutral, no SDK.
+ * store is src/backends/gcs/store.ts. Runtime-neutral, no SDK.
  */
 import type { Bucket, Storage } from "@google-cloud/storage";
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import { objectStoreFields } from "../stores/object-store.js";
-import type { Backend, StoreLimits } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import type { Backend, StoreLimits } from "../backend.js";
+import { objectStoreFields } from "../object-store/store.js";
+import * as parts from "../url.js";
 
 export interface GcsStoreOptions {
   /** Bucket name, or a `Bucket` of your own `Storage` (then `storage`, `apiEndpoint`, `projectId` are unused). */
@@ -106,7 +106,7 @@ export const gcsBackend: Backend<GcsUrl> = {
       }),
     };
   },
-  module: "./stores/gcs.js",
+  module: "./backends/gcs/store.js",
   open(spec, { env, client, module }) {
     const projectId = spec.projectId ?? (env.GOOGLE_CLOUD_PROJECT || undefined);
     const { GcsStore } = module as GcsModule;

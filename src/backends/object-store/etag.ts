@@ -2,8 +2,8 @@
  * ETags as revisions (S3, Azure Blob): opaque, but these stores only ever issue quoted ones, so
  * anything else handed back as a revision came from elsewhere and is refused before any request.
  */
-import { LeaseValidationError } from "../errors.js";
-import type { Revision } from "../lease.js";
+import { LeaseValidationError } from "../../errors.js";
+import type { Revision } from "../../lease.js";
 
 /** An ETag as both services send it: a quoted string without quotes or spaces inside. */
 export const ETAG_PATTERN = /^"[\x21\x23-\x7e]{1,254}"$/;

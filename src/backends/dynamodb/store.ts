@@ -2,7 +2,7 @@
  * DynamoDB store: one item per lease in a table whose partition key (default `pk`, a string)
  * is the lease name. The store creates its `DynamoDBClient` from `region`, `endpoint` and
  * `credentials` (and destroys it on `close()`), or takes the caller's own (any retry settings,
- * middleware), which it never destroys. Options and the `dynamodb://` URL: src/backends/dynamodb.ts.
+ * middleware), which it never destroys. Options and the `dynamodb://` URL: src/backends/dynamodb/backend.ts.
  *
  * Item layout: the key, a numeric `rev` (the CAS token, a decimal string in `Stored.revision`)
  * and the record's fields as native attributes (`holder` S or NULL, `term`/`leaseMs`/
@@ -58,19 +58,12 @@
 import type { AttributeValue, ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import {
-  DEFAULT_TTL_GRACE_SECONDS,
-  type DynamoDbStoreOptions,
-  dynamoDbOptionsSchema,
-  RECORD_ATTRIBUTES,
-  REV,
-} from "../backends/dynamodb.js";
-import {
   type FieldIssue,
   isLeaseCorruptError,
   LeaseConflictError,
   LeaseCorruptError,
   LeaseStoreError,
-} from "../errors.js";
+} from "../../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -83,9 +76,16 @@ import {
   validateName,
   validatePrefix,
   validateRecord,
-} from "../lease.js";
-import { importPeer } from "../peer.js";
-import { parseRevision } from "./revision.js";
+} from "../../lease.js";
+import { importPeer } from "../../peer.js";
+import { parseRevision } from "../revision.js";
+import {
+  DEFAULT_TTL_GRACE_SECONDS,
+  type DynamoDbStoreOptions,
+  dynamoDbOptionsSchema,
+  RECORD_ATTRIBUTES,
+  REV,
+} from "./backend.js";
 
 const {
   BatchGetItemCommand,
@@ -103,7 +103,7 @@ export {
   DEFAULT_TTL_GRACE_SECONDS,
   type DynamoDbStoreOptions,
   MIN_TTL_GRACE_SECONDS,
-} from "../backends/dynamodb.js";
+} from "./backend.js";
 
 type Item = Record<string, AttributeValue>;
 

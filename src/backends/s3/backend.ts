@@ -1,15 +1,15 @@
 /**
- * The S3 backend's declaration (./backend.ts): `s3://BUCKET/PREFIX?region=&endpoint=&pathStyle=`,
+ * The S3 backend's declaration (../backend.ts): `s3://BUCKET/PREFIX?region=&endpoint=&pathStyle=`,
  * the S3 store's options, Node and Lambda (the Worker is not given it). The store is
- * src/stores/s3.ts. Runtime-neutral, no SDK.
+ * src/backends/s3/store.ts. Runtime-neutral, no SDK.
  */
 import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import { objectStoreFields } from "../stores/object-store.js";
-import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "../aws.js";
+import type { Backend } from "../backend.js";
+import { objectStoreFields } from "../object-store/store.js";
+import * as parts from "../url.js";
 
 export interface S3StoreOptions {
   /** Bucket name (a general purpose bucket: listing relies on key order). */
@@ -100,7 +100,7 @@ export const s3Backend: Backend<S3Url> = {
       }),
     };
   },
-  module: "./stores/s3.js",
+  module: "./backends/s3/store.js",
   open(spec, { env, client, module }) {
     const location = { bucket: spec.bucket, ...parts.defined({ prefix: spec.prefix }) };
     const settings =

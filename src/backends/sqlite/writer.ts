@@ -1,5 +1,5 @@
 /**
- * The main thread's side of the SQLite writer thread (./sqlite-writer-thread.ts): one thread per
+ * The main thread's side of the SQLite writer thread (./writer-thread.js): one thread per
  * process, shared by every SqliteStore, one connection there per database file. `write` resolves
  * once the transaction holding the write has committed, that is after its fsync, and never
  * blocks this thread: the event loop stays free while the disk syncs.
@@ -12,8 +12,8 @@
  * process's first writes do not wait for a thread to start.
  */
 import { Worker } from "node:worker_threads";
-import type { DatabaseSettings, WriteRequest, WriteResult } from "./sqlite-commit.js";
-import type { FromWriter, ToWriter } from "./sqlite-writer-thread.js";
+import type { DatabaseSettings, WriteRequest, WriteResult } from "./commit.js";
+import type { FromWriter, ToWriter } from "./writer-thread.js";
 
 /** Writes waiting for the thread, at most: beyond it a write is refused at once (nothing written). */
 export const MAX_WAITING_WRITES = 10_000;
@@ -116,9 +116,9 @@ function failed(message: string, ambiguous: boolean): WriteResult {
   return { kind: "failed", message, code: "", ambiguous };
 }
 
-/** The thread runs ./sqlite-writer-thread.js, plain JavaScript beside this module in the sources and the package alike. */
+/** The thread runs ./writer-thread.js, plain JavaScript beside this module in the sources and the package alike. */
 function startThread(): Worker {
-  return new Worker(new URL("./sqlite-writer-thread.js", import.meta.url));
+  return new Worker(new URL("./writer-thread.js", import.meta.url));
 }
 
 let shared: WriterThread | undefined;

@@ -1,14 +1,14 @@
 /**
- * The DynamoDB backend's declaration (./backend.ts): `dynamodb://TABLE?region=&endpoint=&pk=&ttl=`,
+ * The DynamoDB backend's declaration (../backend.ts): `dynamodb://TABLE?region=&endpoint=&pk=&ttl=`,
  * the DynamoDB store's options, every runtime (on the Worker with keys from its secrets). The
- * store is src/stores/dynamodb.ts. Runtime-neutral, no SDK.
+ * store is src/backends/dynamodb/store.ts. Runtime-neutral, no SDK.
  */
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "./aws.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "../aws.js";
+import type { Backend } from "../backend.js";
+import * as parts from "../url.js";
 
 export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
 export const MIN_TTL_GRACE_SECONDS = 24 * 3600;
@@ -125,7 +125,7 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
     if (region !== undefined) parts.check(awsRegion, region, 'query parameter "region"');
     const partitionKey = params.get("pk");
     if (partitionKey !== undefined) parts.check(urlAttribute, partitionKey, 'query parameter "pk"');
-    // Opt-in TTL stamping (see the caveat in src/stores/dynamodb.ts: a deleted record restarts terms).
+    // Opt-in TTL stamping (see the caveat in src/backends/dynamodb/store.ts: a deleted record restarts terms).
     const ttlAttribute = params.get("ttl");
     if (ttlAttribute !== undefined) parts.check(urlAttribute, ttlAttribute, 'query parameter "ttl"');
     return {
@@ -134,7 +134,7 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
       ...parts.defined({ region, endpoint: parts.endpoint(params.get("endpoint")), partitionKey, ttlAttribute }),
     };
   },
-  module: "./stores/dynamodb.js",
+  module: "./backends/dynamodb/store.js",
   open(spec, { env, client, module }) {
     const options = dynamoDbOptionsOf(spec, env, client === undefined ? {} : { client: client as DynamoDBClient });
     const { DynamoDbStore } = module as DynamoDbModule;

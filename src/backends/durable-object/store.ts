@@ -30,7 +30,7 @@
  * answer was lost; the elector resolves that by `writeId`. The store never retries.
  */
 
-import { isLeaseValidationError, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../errors.js";
+import { isLeaseValidationError, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -42,8 +42,8 @@ import {
   validateName,
   validatePrefix,
   validateRecord,
-} from "../lease.js";
-import { parseRevision } from "./revision.js";
+} from "../../lease.js";
+import { parseRevision } from "../revision.js";
 
 // ---- The slice of the Workers runtime this file uses, declared here (no @cloudflare/workers-types).
 

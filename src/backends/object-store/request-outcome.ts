@@ -3,7 +3,7 @@
  * rules those stores share, so they classify a failure alike. The one write path
  * (src/elector/cas.ts) resolves whatever stays ambiguous.
  */
-import { isLeaseStoreError } from "../errors.js";
+import { isLeaseStoreError } from "../../errors.js";
 
 /** Statuses after which a write may have applied: the server may have written before failing. */
 const AMBIGUOUS_STATUS = new Set([408, 429, 500, 502, 503, 504]);

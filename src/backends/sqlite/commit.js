@@ -3,7 +3,7 @@
  * The SQLite store's SQL, in one place for both threads that run it: the schema and pragmas every
  * connection sets, and `commit`, which commits a batch of compare-and-swap writes in ONE
  * transaction (group commit: one fsync for the batch), judging each write on its own exactly as
- * if it had been committed alone, in arrival order. The writer thread (./sqlite-writer-thread.js)
+ * if it had been committed alone, in arrival order. The writer thread (./writer-thread.js)
  * runs it for every file; the store runs it in its own thread only for ":memory:" (nothing to
  * sync) and for the benchmark's one-commit-at-a-time baselines.
  *

@@ -1,7 +1,7 @@
 /**
  * The one object-store core under the S3, GCS and Azure Blob stores: everything but the wire.
  *
- * Contract: one object per lease, `<prefix><name>.json` (./object-keys.ts), holding the record as
+ * Contract: one object per lease, `<prefix><name>.json` (./keys.ts), holding the record as
  * JSON, whose service revision (S3 and Azure ETag, GCS generation) is the lease's revision. A
  * create is one conditional PUT that must not find the object, a replace one that must find
  * exactly the revision expected; the service applies either atomically or refuses. A renewal is
@@ -34,10 +34,10 @@ import {
   LeaseConflictError,
   LeaseStoreError,
   StoreContractError,
-} from "../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../lease.js";
-import { parseRecord, validateName, validatePrefix, validateRecord } from "../lease.js";
-import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./object-keys.js";
+} from "../../errors.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { parseRecord, validateName, validatePrefix, validateRecord } from "../../lease.js";
+import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./keys.js";
 import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 
 export const DEFAULT_OBJECT_PREFIX = "leases/";

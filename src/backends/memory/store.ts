@@ -3,7 +3,7 @@
  * among its own workers. Not durable, not shared between processes.
  */
 
-import { LeaseConflictError } from "../errors.js";
+import { LeaseConflictError } from "../../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -14,8 +14,8 @@ import {
   validateName,
   validatePrefix,
   validateRecord,
-} from "../lease.js";
-import { parseRevision } from "./revision.js";
+} from "../../lease.js";
+import { parseRevision } from "../revision.js";
 
 interface Entry {
   record: LeaseRecord;

@@ -1,12 +1,12 @@
 /**
- * The memory backend's declaration (./backend.ts): `memory:`, a store in this process only (for
+ * The memory backend's declaration (../backend.ts): `memory:`, a store in this process only (for
  * tests and a single process), so it is refused wherever two instances could each keep their own.
  * Runtime-neutral.
  */
 import { z } from "zod";
-import { MemoryStore } from "../stores/memory.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { Backend } from "../backend.js";
+import * as parts from "../url.js";
+import { MemoryStore } from "./store.js";
 
 export interface MemoryUrl {
   kind: "memory";

@@ -15,9 +15,9 @@
  * checks again. The probe object stays (a few hundred bytes); the refused step 5 leaves nothing.
  * Runtime-neutral.
  */
-import { isLeaseStoreError, isStoreContractError, LeaseStoreError, StoreContractError } from "../errors.js";
-import { newWriteId } from "../lease.js";
-import type { ObjectService } from "./object-store.js";
+import { isLeaseStoreError, isStoreContractError, LeaseStoreError, StoreContractError } from "../../errors.js";
+import { newWriteId } from "../../lease.js";
+import type { ObjectService } from "./store.js";
 
 const checked = new Map<string, Promise<void>>();
 

@@ -1,23 +1,23 @@
 // @ts-check
 /**
- * The SQLite writer thread (a `node:worker_threads` Worker started by ./sqlite-writer.ts): every
+ * The SQLite writer thread (a `node:worker_threads` Worker started by ./writer.ts): every
  * write of every SqliteStore in this process, so that a commit's fsync never stalls the event
- * loop that parses the next requests. JavaScript for the reason ./sqlite-commit.js gives.
+ * loop that parses the next requests. JavaScript for the reason ./commit.js gives.
  *
  * Group commit: the thread commits whatever writes are queued for a file in one transaction
- * (./sqlite-commit.js), with one fsync. While that commit runs, new writes queue up in the
+ * (./commit.js), with one fsync. While that commit runs, new writes queue up in the
  * thread's message port; as soon as it ends they are drained (`receiveMessageOnPort`) and
  * committed together, and so on. Nothing waits on a timer: a lone write is committed at once, and
  * under load each fsync covers everything that arrived during the previous one. Each write is
  * answered only after the commit that contains it returned, that is after its fsync.
  */
 import { isMainThread, parentPort, receiveMessageOnPort } from "node:worker_threads";
-import { openDatabase, prepareStatements } from "./sqlite-commit.js";
+import { openDatabase, prepareStatements } from "./commit.js";
 
 /**
  * Main thread to writer. `file` keys one connection; its settings come with every batch.
- * @typedef {{ type: "writes", file: string, settings: import("./sqlite-commit.js").DatabaseSettings,
- *   writes: Array<import("./sqlite-commit.js").WriteRequest & { id: number }> }
+ * @typedef {{ type: "writes", file: string, settings: import("./commit.js").DatabaseSettings,
+ *   writes: Array<import("./commit.js").WriteRequest & { id: number }> }
  *   | { type: "close", file: string, id: number }} ToWriter
  */
 
@@ -25,7 +25,7 @@ import { openDatabase, prepareStatements } from "./sqlite-commit.js";
  * Writer to main thread: that it is ready for writes, the outcome of each write (by id), or that
  * a file's connection closed.
  * @typedef {{ type: "ready" }
- *   | { type: "results", results: Array<{ id: number, result: import("./sqlite-commit.js").WriteResult }> }
+ *   | { type: "results", results: Array<{ id: number, result: import("./commit.js").WriteResult }> }
  *   | { type: "closed", id: number }} FromWriter
  */
 
@@ -36,9 +36,9 @@ if (!isMainThread && parentPort) {
   const port = parentPort;
   const { default: Database } = await import("better-sqlite3");
   port.postMessage(/** @type {FromWriter} */ ({ type: "ready" }));
-  /** @type {Map<string, import("./sqlite-commit.js").Statements & { db: import("better-sqlite3").Database }>} */
+  /** @type {Map<string, import("./commit.js").Statements & { db: import("better-sqlite3").Database }>} */
   const connections = new Map();
-  /** @type {Map<string, { settings: import("./sqlite-commit.js").DatabaseSettings, writes: Array<import("./sqlite-commit.js").WriteRequest & { id: number }> }>} */
+  /** @type {Map<string, { settings: import("./commit.js").DatabaseSettings, writes: Array<import("./commit.js").WriteRequest & { id: number }> }>} */
   const queues = new Map();
   /** @type {Array<{ file: string, id: number }>} */
   const closes = [];
@@ -56,7 +56,7 @@ if (!isMainThread && parentPort) {
 
   /**
    * @param {string} file
-   * @param {import("./sqlite-commit.js").DatabaseSettings} settings
+   * @param {import("./commit.js").DatabaseSettings} settings
    */
   const connection = (file, settings) => {
     let open = connections.get(file);
@@ -72,7 +72,7 @@ if (!isMainThread && parentPort) {
     for (const [file, queue] of queues) {
       const batch = queue.writes.splice(0, MAX_BATCH);
       if (queue.writes.length === 0) queues.delete(file);
-      /** @type {import("./sqlite-commit.js").WriteResult[]} */
+      /** @type {import("./commit.js").WriteResult[]} */
       let results;
       try {
         results = connection(file, queue.settings).commit(batch);
@@ -88,7 +88,7 @@ if (!isMainThread && parentPort) {
         // One result per write, in order (commit returns exactly that).
         results: batch.map((w, i) => ({
           id: w.id,
-          result: /** @type {import("./sqlite-commit.js").WriteResult} */ (results[i]),
+          result: /** @type {import("./commit.js").WriteResult} */ (results[i]),
         })),
       };
       port.postMessage(reply);

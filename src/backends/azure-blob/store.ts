@@ -1,6 +1,6 @@
 /**
  * Azure Blob Storage store (`leasehold/stores/azure-blob`), on @azure/storage-blob: an adapter over
- * the object-store core (./object-store.ts, which states the contract). One block blob per lease;
+ * the object-store core (../object-store/store.ts, which states the contract). One block blob per lease;
  * the blob's ETag is the revision: a create is one Put Blob with `If-None-Match: *`, a replace one
  * Put Blob with `If-Match: <etag>`. Azure applies either atomically or refuses: 412
  * `ConditionNotMet` (stale ETag, or an If-Match on a blob that is gone) or 409 `BlobAlreadyExists`
@@ -21,14 +21,14 @@
  * see docs/azure-blob.md. Node only (tested there).
  */
 import type { BlockBlobClient, ContainerClient, StoragePipelineOptions } from "@azure/storage-blob";
-import { type AzureBlobStoreOptions, azureBlobOptionsSchema } from "../backends/azure-blob.js";
-import { validate } from "../lease.js";
-import { importPeer } from "../peer.js";
-import { ETAG_PATTERN, parseEtag } from "./etag.js";
-import type { ObjectFailure, ObjectService, ObjectVersion } from "./object-store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "./object-store.js";
+import { validate } from "../../lease.js";
+import { importPeer } from "../../peer.js";
+import { ETAG_PATTERN, parseEtag } from "../object-store/etag.js";
+import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { type AzureBlobStoreOptions, azureBlobOptionsSchema } from "./backend.js";
 
-export type { AzureBlobStoreOptions, AzureCredential } from "../backends/azure-blob.js";
+export type { AzureBlobStoreOptions, AzureCredential } from "./backend.js";
 
 const {
   AnonymousCredential,

@@ -1,13 +1,13 @@
 /**
- * The HTTP backend's declaration (./backend.ts): `http(s)://HOST[:PORT]/`, another leasehold API
+ * The HTTP backend's declaration (../backend.ts): `http(s)://HOST[:PORT]/`, another leasehold API
  * (its bearer token from LEASEHOLD_TOKEN, never from the URL), on Node and Lambda. The store is
- * src/stores/http.ts, over the API client (src/http/client.ts), which validates its own options.
+ * src/backends/http/store.ts, over the API client (src/http/client.ts), which validates its own options.
  * Runtime-neutral.
  */
 import { z } from "zod";
-import type { LeaseStore } from "../lease.js";
-import type { Backend } from "./backend.js";
-import * as parts from "./url.js";
+import type { LeaseStore } from "../../lease.js";
+import type { Backend } from "../backend.js";
+import * as parts from "../url.js";
 
 export interface HttpUrl {
   kind: "http";
@@ -45,7 +45,7 @@ export const httpBackend: Backend<HttpUrl> = {
     if (url.search !== "") throw parts.invalid("query", `expected no query string, got ${JSON.stringify(url.search)}`);
     return { kind: "http", baseUrl: url.href };
   },
-  module: "./stores/http.js",
+  module: "./backends/http/store.js",
   open(spec, { env, module }) {
     const token = env.LEASEHOLD_TOKEN;
     const { HttpStore } = module as HttpModule;
