@@ -1,36 +1,19 @@
 /**
- * Durable Object store for Cloudflare Workers: one Durable Object per lease
- * (`namespace.idFromName(name)`), so every lease has exactly one single-threaded owner that all
- * Worker instances, in every location, talk to.
- *
- * Two halves live here, both runtime-neutral (fetch, WebSocket, no `cloudflare:` imports, so the
- * file also type-checks and loads on Node):
- *
- * - `LeaseObject`, the Durable Object class (export it from the Worker entry and bind it, e.g.
- *   as `LEASES`). It keeps the lease as `{ record, rev }` under one storage key and a copy in
- *   memory, loaded once inside `blockConcurrencyWhile`. A CAS is one request: the check against
- *   the in-memory copy and the update happen in the same synchronous step, so no other request
- *   can interleave; the storage write is covered by the output gate (no response and no
- *   broadcast leaves the object before the write is durable; a failed write resets the object).
- *   `rev` is a counter, the revision is its decimal string. Watchers connect by WebSocket with
- *   the hibernation API (`acceptWebSocket`): each gets the current record at once and then every
- *   committed change, so a release reaches followers on every Worker instance without polling.
- *   The object named `~index` (not a valid lease name) plays the directory: an append-only,
- *   sorted set of lease names, which is enough because records are never deleted.
- *
- * - `DurableObjectStore`, the `LeaseStore` that talks to those objects through the namespace
- *   binding. `put(_, null)` first adds the name to the directory and only then creates the
- *   record, so a listing never misses a lease that exists; a name whose create then failed is a
- *   directory entry without a record, which `list` skips. `list(prefix)` pages through the
- *   directory and reads each record from its own object (strongly consistent, in name order).
+ * Durable Object store for Cloudflare Workers (`leasehold/stores/durable-object`): the `LeaseStore`
+ * that talks to the lease objects (`LeaseObject`, ./object.ts, exported here too) through their
+ * namespace binding. `put(_, null)` first adds the name to the directory and only then creates the
+ * record, so a listing never misses a lease that exists; a name whose create then failed is a
+ * directory entry without a record, which `list` skips. `list(prefix)` pages through the directory
+ * and reads each record from its own object (strongly consistent, in name order).
  *
  * Errors: a conflict carries the current record (the object has it in memory). A failed call to
  * the object (exception from `stub.fetch`, e.g. a reset or network blip, or a 5xx) is a
  * `LeaseStoreError`, ambiguous for `put` because the object may have committed before the
  * answer was lost; the elector resolves that by `writeId`. The store never retries.
+ * Runtime-neutral (./wire.ts).
  */
 
-import { isLeaseValidationError, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../../errors.js";
+import { LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../../errors.js";
 import {
   type CallOptions,
   type LeaseRecord,
@@ -44,185 +27,25 @@ import {
   validateRecord,
 } from "../../lease.js";
 import { parseRevision } from "../revision.js";
+import {
+  INDEX_OBJECT,
+  INDEX_PAGE,
+  type LeaseNamespace,
+  MAX_INDEX_PAGE,
+  ORIGIN,
+  type StoredWire,
+  type WorkerWebSocket,
+} from "./wire.js";
 
-// ---- The slice of the Workers runtime this file uses, declared here (no @cloudflare/workers-types).
-
-/** A WebSocket as workerd has it: `accept()` on the client end, hibernation on the object end. */
-export interface WorkerWebSocket {
-  accept(): void;
-  send(message: string): void;
-  close(code?: number, reason?: string): void;
-  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
-  addEventListener(type: "close" | "error", listener: () => void): void;
-}
-
-export interface DurableObjectStorageLike {
-  get<T>(key: string): Promise<T | undefined>;
-  put(key: string, value: unknown): Promise<void>;
-  list<T>(options: { prefix?: string; startAfter?: string; limit?: number }): Promise<Map<string, T>>;
-}
-
-export interface DurableObjectStateLike {
-  readonly storage: DurableObjectStorageLike;
-  blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T>;
-  acceptWebSocket(socket: WorkerWebSocket): void;
-  getWebSockets(): WorkerWebSocket[];
-}
-
-export interface DurableObjectStubLike {
-  fetch(url: string, init?: RequestInit): Promise<Response>;
-}
-
-/** A Durable Object namespace binding (`env.LEASES`) whose class is `LeaseObject`. */
-export interface LeaseNamespace<Id = unknown> {
-  idFromName(name: string): Id;
-  get(id: Id): DurableObjectStubLike;
-}
-
-type WebSocketPairConstructor = new () => { 0: WorkerWebSocket; 1: WorkerWebSocket };
-
-// ---- Wire format between the store and the objects (same deployment, so versioned only by code).
-
-/** The directory's own object name: "~" is outside the lease name alphabet, so no lease can collide. */
-export const INDEX_OBJECT = "~index";
-const ORIGIN = "https://lease.object";
-const RECORD_KEY = "lease";
-const NAME_KEY = "n:";
-/** Default names per directory page, which is also how many records `list` reads in parallel. */
-const INDEX_PAGE = 100;
-const MAX_INDEX_PAGE = 1000;
-
-interface Entry {
-  record: LeaseRecord;
-  rev: number;
-}
-
-interface StoredWire {
-  record: unknown;
-  revision: string;
-}
-
-const toWire = (entry: Entry | undefined): StoredWire | null =>
-  entry ? { record: entry.record, revision: String(entry.rev) } : null;
-
-const json = (body: unknown, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-
-// ---- The Durable Object.
-
-/** One lease (or, as `~index`, the directory of lease names). Bind it in wrangler.toml. */
-export class LeaseObject {
-  private entry: Entry | undefined;
-
-  constructor(
-    private readonly state: DurableObjectStateLike,
-    _env?: unknown,
-  ) {
-    // Load once before the first request: afterwards every check reads memory, synchronously.
-    void state.blockConcurrencyWhile(async () => {
-      this.entry = await state.storage.get<Entry>(RECORD_KEY);
-    });
-  }
-
-  async fetch(request: Request): Promise<Response> {
-    const { pathname, searchParams } = new URL(request.url);
-    try {
-      switch (`${request.method} ${pathname}`) {
-        case "GET /lease":
-          return json({ stored: toWire(this.entry) });
-        case "PUT /lease":
-          return await this.put(await request.json());
-        case "GET /watch":
-          return this.acceptWatcher(request);
-        case "GET /index":
-          return await this.listNames(searchParams);
-        case "POST /index":
-          return await this.addName(await request.json());
-        default:
-          return json({ error: `no route ${request.method} ${pathname}` }, 404);
-      }
-    } catch (error) {
-      if (isLeaseValidationError(error)) return json({ error: error.message }, 400);
-      throw error;
-    }
-  }
-
-  /** The compare-and-swap: everything from the check to `this.entry = next` runs without an await. */
-  private async put(body: unknown): Promise<Response> {
-    const { record: raw, expected } = (body ?? {}) as { record?: unknown; expected?: unknown };
-    const record = validateRecord(raw);
-    const wanted = expected === null ? null : parseRevision(expected as string);
-    const current = this.entry;
-    if (current && current.record.name !== record.name) {
-      throw new LeaseValidationError("lease record", [
-        { path: "name", message: `this object holds "${current.record.name}"` },
-      ]);
-    }
-    if (wanted === null ? current !== undefined : current?.rev !== wanted) {
-      return json({ current: toWire(current) }, 409);
-    }
-    const next: Entry = { record, rev: (current?.rev ?? 0) + 1 };
-    this.entry = next;
-    const written = this.state.storage.put(RECORD_KEY, next);
-    this.broadcast(next);
-    await written;
-    return json({ stored: toWire(next) });
-  }
-
-  private broadcast(entry: Entry): void {
-    const message = JSON.stringify({ stored: toWire(entry) });
-    for (const socket of this.state.getWebSockets()) {
-      try {
-        socket.send(message);
-      } catch {
-        // A socket that is closing already; the runtime drops it from getWebSockets soon.
-      }
-    }
-  }
-
-  private acceptWatcher(request: Request): Response {
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return json({ error: "expected Upgrade: websocket" }, 426);
-    }
-    const Pair = (globalThis as unknown as { WebSocketPair: WebSocketPairConstructor }).WebSocketPair;
-    const { 0: client, 1: server } = new Pair();
-    // Hibernation API: the object may leave memory while sockets stay open; broadcast finds them again.
-    this.state.acceptWebSocket(server);
-    server.send(JSON.stringify({ stored: toWire(this.entry) }));
-    return new Response(null, { status: 101, webSocket: client } as ResponseInit);
-  }
-
-  /** Watchers only listen; anything they send is ignored. */
-  webSocketMessage(): void {}
-
-  webSocketClose(socket: WorkerWebSocket, code: number, reason: string): void {
-    try {
-      socket.close(code === 1005 || code === 1006 ? 1000 : code, reason);
-    } catch {
-      // Already closed.
-    }
-  }
-
-  private async addName(body: unknown): Promise<Response> {
-    const name = validateName((body as { name?: unknown } | null)?.name);
-    await this.state.storage.put(NAME_KEY + name, 1);
-    return new Response(null, { status: 204 });
-  }
-
-  private async listNames(query: URLSearchParams): Promise<Response> {
-    const prefix = validatePrefix(query.get("prefix") ?? "");
-    const startAfter = query.get("startAfter");
-    const limit = Math.min(Math.max(Number(query.get("limit") ?? INDEX_PAGE) || INDEX_PAGE, 1), MAX_INDEX_PAGE);
-    const keys = await this.state.storage.list<number>({
-      prefix: NAME_KEY + prefix,
-      ...(startAfter ? { startAfter: NAME_KEY + startAfter } : {}),
-      limit,
-    });
-    return json({ names: [...keys.keys()].map((k) => k.slice(NAME_KEY.length)) });
-  }
-}
-
-// ---- The LeaseStore.
+export { LeaseObject } from "./object.js";
+export {
+  type DurableObjectStateLike,
+  type DurableObjectStorageLike,
+  type DurableObjectStubLike,
+  INDEX_OBJECT,
+  type LeaseNamespace,
+  type WorkerWebSocket,
+} from "./wire.js";
 
 export interface DurableObjectStoreOptions {
   /** The namespace binding of `LeaseObject` (`env.LEASES`). */
