@@ -8,7 +8,7 @@ import type { AnonymousCredential, ContainerClient, StorageSharedKeyCredential }
 import { z } from "zod";
 import type { LeaseStore } from "../../lease.js";
 import type { Backend } from "../backend.js";
-import { objectStoreFields } from "../object-store/store.js";
+import { objectStoreFields } from "../object-store/fields.js";
 import * as parts from "../url.js";
 
 /**

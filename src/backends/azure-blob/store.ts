@@ -24,8 +24,9 @@ import type { BlockBlobClient, ContainerClient, StoragePipelineOptions } from "@
 import { validate } from "../../lease.js";
 import { importPeer } from "../../peer.js";
 import { ETAG_PATTERN, parseEtag } from "../object-store/etag.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS } from "../object-store/fields.js";
 import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
 import { type AzureBlobStoreOptions, azureBlobOptionsSchema } from "./backend.js";
 
 export type { AzureBlobStoreOptions, AzureCredential } from "./backend.js";

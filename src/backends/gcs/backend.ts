@@ -8,7 +8,7 @@ import type { Bucket, Storage } from "@google-cloud/storage";
 import { z } from "zod";
 import type { LeaseStore } from "../../lease.js";
 import type { Backend, StoreLimits } from "../backend.js";
-import { objectStoreFields } from "../object-store/store.js";
+import { objectStoreFields } from "../object-store/fields.js";
 import * as parts from "../url.js";
 
 export interface GcsStoreOptions {

@@ -21,8 +21,9 @@ import type { Bucket, File, GetFilesOptions, StorageOptions } from "@google-clou
 import { LeaseStoreError, LeaseValidationError } from "../../errors.js";
 import { type Revision, validate } from "../../lease.js";
 import { importPeer } from "../../peer.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS } from "../object-store/fields.js";
 import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
 import { GCS_LIMITS, type GcsStoreOptions, gcsOptionsSchema } from "./backend.js";
 
 export type { GcsStoreOptions } from "./backend.js";

@@ -27,7 +27,6 @@
  *
  * Runtime-neutral.
  */
-import { z } from "zod";
 import {
   isLeaseCorruptError,
   isLeaseStoreError,
@@ -37,27 +36,11 @@ import {
 } from "../../errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
 import { parseRecord, validateName, validatePrefix, validateRecord } from "../../lease.js";
-import { listInNameOrder, listStartKey, OBJECT_PREFIX_PATTERN, objectKey } from "./keys.js";
+import { DEFAULT_OBJECT_PREFIX } from "./fields.js";
+import { listInNameOrder, listStartKey, objectKey } from "./keys.js";
 import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
 
-export const DEFAULT_OBJECT_PREFIX = "leases/";
-export const DEFAULT_OBJECT_TIMEOUT_MS = 10_000;
 export const OBJECT_PAGE_SIZE = 200;
-
-/** The options every object store shares, as zod fields for each store's own schema. */
-export const objectStoreFields = {
-  /** Key prefix for every lease; default "leases/". Objects are `<prefix><name>.json`. */
-  prefix: z
-    .string({ error: "expected at most 512 printable ASCII characters without spaces" })
-    .regex(OBJECT_PREFIX_PATTERN, { error: "expected at most 512 printable ASCII characters without spaces" })
-    .optional(),
-  /** Per-request timeout in ms for the client the store creates (a write that times out is ambiguous). */
-  timeoutMs: z
-    .number({ error: "expected a positive number of milliseconds" })
-    .finite({ error: "expected a positive number of milliseconds" })
-    .positive({ error: "expected a positive number of milliseconds" })
-    .optional(),
-};
 
 /** A failed request, as its adapter describes it. */
 export interface ObjectFailure {

@@ -32,8 +32,9 @@ import { validate } from "../../lease.js";
 import { importPeer } from "../../peer.js";
 import { probeConditionalWrites } from "../object-store/conditional-probe.js";
 import { ETAG_PATTERN, parseEtag } from "../object-store/etag.js";
+import { DEFAULT_OBJECT_TIMEOUT_MS } from "../object-store/fields.js";
 import type { ObjectFailure, ObjectService, ObjectVersion } from "../object-store/store.js";
-import { DEFAULT_OBJECT_TIMEOUT_MS, OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
+import { OBJECT_PAGE_SIZE, ObjectStore } from "../object-store/store.js";
 import { type S3StoreOptions, s3OptionsSchema } from "./backend.js";
 
 export type { S3StoreOptions } from "./backend.js";
