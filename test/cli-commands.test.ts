@@ -2,7 +2,7 @@
  * The other `leasehold` commands and the error contract, through the real binary: status (of leases
  * and of a sharded group), watch,
  * release, serve, usage errors (exit 2) and bad store URLs. `serve` reads the same variables as
- * `npm start` (src/runtime/config.ts): each one is checked here through the binary, with the flags
+ * `npm start` (src/api/config/policy.ts): each one is checked here through the binary, with the flags
  * that override them.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * The server configuration (src/runtime/config.ts) as every entry reads it: each variable on each
+ * The server configuration (src/api/config/policy.ts) as every entry reads it: each variable on each
  * entry, read or refused with its reason; bad values named with the value and what was expected;
  * the contradictions; serve's flags over the environment; the start-up line's auth mode; and
  * createApp's own option checks (src/api/options.ts). The entries' own tests (node-entry,
@@ -7,8 +7,6 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
-import { MemoryStore } from "../src/backends/memory/store.js";
-import { LeaseValidationError } from "../src/errors.js";
 import {
   describeAuth,
   type Entry,
@@ -17,7 +15,9 @@ import {
   SERVER_VARIABLES,
   type ServerVariable,
   startupLine,
-} from "../src/runtime/config.js";
+} from "../src/api/config/policy.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { LeaseValidationError } from "../src/errors.js";
 
 const TOKEN = "config-test-token-0123456789";
 const TOKENS = JSON.stringify([{ name: "ci", token: TOKEN, prefixes: ["jobs/", ""], verbs: ["read", "write"] }]);

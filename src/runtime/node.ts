@@ -1,7 +1,7 @@
 /**
  * The API on Node: `npm start` runs this file, `leasehold serve` calls `startServer` with its
  * flags laid over the environment. The variables, their defaults and bounds are read by
- * src/runtime/config.ts (README: "Server configuration"); a bad value refuses to start, naming the
+ * src/api/config/policy.ts (README: "Server configuration"); a bad value refuses to start, naming the
  * variable. One start-up line on stderr states the address, the store, the real auth mode and the
  * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
@@ -12,13 +12,6 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { type AdmissionOptions, type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
-import type { ConsoleOptions } from "../api/console/options.js";
-import { LatenessProbe } from "../api/lateness.js";
-import { type ApiLogger, createLogger } from "../api/log.js";
-import type { Clock } from "../clock.js";
-import { LeaseValidationError } from "../errors.js";
-import type { LeaseStore } from "../lease.js";
-import { openStore } from "../open-store.js";
 import {
   type AuthMode,
   authConfig,
@@ -28,7 +21,14 @@ import {
   resolveAuth,
   type ServerConfig,
   startupLine,
-} from "./config.js";
+} from "../api/config/policy.js";
+import type { ConsoleOptions } from "../api/console/options.js";
+import { LatenessProbe } from "../api/lateness.js";
+import { type ApiLogger, createLogger } from "../api/log.js";
+import type { Clock } from "../clock.js";
+import { LeaseValidationError } from "../errors.js";
+import type { LeaseStore } from "../lease.js";
+import { openStore } from "../open-store.js";
 
 export interface ServeOptions {
   store: LeaseStore;
@@ -46,7 +46,7 @@ export interface ServeOptions {
   log?: ApiLogger;
   /** createApp's bounds (src/api/app.ts ApiLimits). */
   limits?: ApiLimits;
-  /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (config.ts). */
+  /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (src/api/config/policy.ts). */
   listener?: Partial<ListenerLimits>;
   /** The console at /ui and its change log (createApp's `console`). */
   console?: ConsoleOptions;

@@ -2,7 +2,7 @@
  * The API on Cloudflare Workers (wrangler.toml's `main`): the same `createApp` as on Node, built
  * once per isolate from the Worker's bindings, plus the `LeaseObject` Durable Object class.
  *
- * Bindings and secrets (nothing secret belongs in wrangler.toml), read by src/runtime/config.ts
+ * Bindings and secrets (nothing secret belongs in wrangler.toml), read by src/api/config/policy.ts
  * like every entry's (README: "Server configuration"; docs/workers.md):
  *   LEASES                      Durable Object namespace of `LeaseObject`: the default store.
  *   LEASEHOLD_STORE             unset: the Durable Object store; or dynamodb://TABLE?region=R... for DynamoDB,
@@ -18,11 +18,11 @@
  */
 
 import { createApp } from "../api/app.js";
+import { authConfig, readServerConfig, type ServerConfig, startupLine } from "../api/config/policy.js";
 import { byLevel, createLogger } from "../api/log.js";
 import { DurableObjectStore, type LeaseNamespace } from "../backends/durable-object/store.js";
 import { dynamoDbOptionsOf } from "../backends/dynamodb/backend.js";
 import type { LeaseStore } from "../lease.js";
-import { authConfig, readServerConfig, type ServerConfig, startupLine } from "./config.js";
 
 export { LeaseObject } from "../backends/durable-object/store.js";
 

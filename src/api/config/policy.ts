@@ -21,9 +21,11 @@
  */
 
 import { z } from "zod";
-import type { ApiLimits } from "../api/app-options.js";
-import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../api/console/options.js";
-import type { LogFormat } from "../api/log.js";
+import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../../errors.js";
+import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../../open-store.js";
+import type { ApiLimits } from "../app-options.js";
+import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../console/options.js";
+import type { LogFormat } from "../log.js";
 import {
   ADMISSION_BOUNDS,
   type AdmissionName,
@@ -32,9 +34,7 @@ import {
   LIMIT_NAMES,
   type LimitName,
   resolveAdmission,
-} from "../api/options.js";
-import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
-import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../open-store.js";
+} from "../options.js";
 import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
 import {
   type Env,
@@ -45,7 +45,7 @@ import {
   envText,
   envTokens,
   envWholeNumber,
-} from "./env-fields.js";
+} from "./fields.js";
 import { redactUrl } from "./redact.js";
 
 export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
@@ -60,7 +60,7 @@ export const ENTRY_NAMES: Record<Entry, string> = {
   worker: "the Worker",
 };
 
-export { DEFAULT_DB } from "../open-store.js";
+export { DEFAULT_DB } from "../../open-store.js";
 export const DEFAULT_PORT = 8787;
 export const DEFAULT_HOST = "127.0.0.1";
 const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };

@@ -1,14 +1,14 @@
 /**
  * Zod schemas for environment variables, one per kind of value: the server configuration
- * (config.ts) and infra/aws's deploy settings are built from them, so the same kind of value is
+ * (./policy.ts) and infra/aws's deploy settings are built from them, so the same kind of value is
  * read, and refused, the same way everywhere. Each refusal says what was expected and the value
  * given (except for tokens, which are never echoed). Runtime-neutral.
  */
 import { z } from "zod";
-import { parseTokens, type TokenScope } from "../api/auth.js";
-import { type Bounds, expectation } from "../api/options.js";
-import { isLeaseValidationError, LeaseValidationError } from "../errors.js";
-import { parseStoreUrl, type StoreUrl } from "../open-store.js";
+import { isLeaseValidationError, LeaseValidationError } from "../../errors.js";
+import { parseStoreUrl, type StoreUrl } from "../../open-store.js";
+import { parseTokens, type TokenScope } from "../auth.js";
+import { type Bounds, expectation } from "../options.js";
 
 /** An environment object: process.env, a function's environment, a Worker's bindings. */
 export type Env = Readonly<Record<string, unknown>>;

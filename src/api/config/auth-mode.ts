@@ -4,8 +4,9 @@
  * because it was asked for explicitly. Tokens together with that request are a contradiction.
  * Runtime-neutral.
  */
-import type { AuthConfig, TokenScope } from "../api/auth.js";
-import type { FieldIssue } from "../errors.js";
+
+import type { FieldIssue } from "../../errors.js";
+import type { AuthConfig, TokenScope } from "../auth.js";
 
 export type AuthMode =
   | { mode: "tokens"; tokens: TokenScope[] }
