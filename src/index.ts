@@ -38,7 +38,6 @@ export {
   type ElectorState,
   type LeaderEvent,
 } from "./elector.js";
-export { ElectorMetrics } from "./elector-metrics.js";
 export {
   BucketLostError,
   FenceCorruptError,
@@ -75,6 +74,7 @@ export {
 } from "./errors.js";
 export { isLeaseholdApiError, LeaseholdApiError } from "./http/api-error.js";
 export type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "./lease.js";
+export { ElectorMetrics } from "./metrics/elector.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";
 export { bucketOf } from "./sharding/bucket-of.js";
 export { ShardedElectorMetrics } from "./sharding/metrics.js";

@@ -8,7 +8,7 @@
  * byte at all (not even the server's keep-alive comment) for `staleMs`: the connection is then
  * dropped and made again, since a proxy or a sleeping laptop can leave a dead one looking open.
  */
-import { readSse, type SseMessage } from "../../../http/sse.js";
+import { readSse, type SseMessage } from "../src/http/sse.js";
 
 export type Connection =
   | { state: "connecting"; since: number }

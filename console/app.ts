@@ -3,7 +3,7 @@
  * the API with it in the Authorization header, streams whose state the header shows, and the
  * server's settings the page was served with.
  */
-import type { SseMessage } from "../../../http/sse.js";
+import type { SseMessage } from "../src/http/sse.js";
 import { type Connection, follow, problemDetail } from "./stream.js";
 
 export interface Settings {

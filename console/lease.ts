@@ -5,8 +5,9 @@
  * reloads the timeline after each change. The log is the server's memory: the page says so, and
  * says when the server has restarted since it was last read.
  */
-import type { LeaseView, WatchEventView } from "../../../http/schemas.js";
-import type { HistoryTermWire, LeaseHistoryWire } from "../wire.js";
+
+import type { HistoryTermWire, LeaseHistoryWire } from "../src/api/console/wire.js";
+import type { LeaseView, WatchEventView } from "../src/http/schemas.js";
 import { type App, Refused, type View } from "./app.js";
 import { ago, at, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
 import { expiry, prefixLink, stateBadge, stateOf } from "./leases.js";

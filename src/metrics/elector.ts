@@ -5,11 +5,11 @@
  * the elector's events, so it adds no store calls. Runtime-neutral: render() returns the text,
  * serve it however your process exposes metrics.
  */
-import { type Clock, systemClock } from "./clock.js";
-import type { Lane } from "./elector/lane.js";
-import { renderLaneMetrics } from "./elector/lane-metrics.js";
-import { isMeasuredLane, type MeasuredLane } from "./elector/load-lane.js";
-import type { Elector } from "./elector.js";
+import { type Clock, systemClock } from "../clock.js";
+import type { Lane } from "../elector/lane.js";
+import { isMeasuredLane, type MeasuredLane } from "../elector/load-lane.js";
+import type { Elector } from "../elector.js";
+import { renderLaneMetrics } from "./lane.js";
 
 /** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
 export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };

@@ -4,7 +4,7 @@
  * calls in flight) and let through overdue, and how late the loop runs. One series set per lane
  * (electors sharing the process lane share one). Runtime-neutral.
  */
-import type { LaneKind, LaneStats } from "./load-lane.js";
+import type { LaneKind, LaneStats } from "../elector/load-lane.js";
 
 const KINDS: readonly LaneKind[] = ["poll", "acquire"];
 

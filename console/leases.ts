@@ -5,8 +5,9 @@
  * other, in the state the server reports (a bucket is held while its owner's session lives, and
  * expires with it); they can be hidden to see only the plain leases.
  */
-import type { LeaseView, WatchEventView } from "../../../http/schemas.js";
-import type { LeaseSnapshotWire } from "../wire.js";
+
+import type { LeaseSnapshotWire } from "../src/api/console/wire.js";
+import type { LeaseView, WatchEventView } from "../src/http/schemas.js";
 import type { App, View } from "./app.js";
 import { ago, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
 

@@ -4,7 +4,7 @@
  * unowned buckets marked in words and a pattern as well as red; each member's load against its
  * target; the config epoch and whether the group is balanced.
  */
-import type { GroupStatusWire, GroupWatchEventWire } from "../wire.js";
+import type { GroupStatusWire, GroupWatchEventWire } from "../src/api/console/wire.js";
 import type { App, View } from "./app.js";
 import { h, replace, serverSaid } from "./dom.js";
 import { leaseLink, prefixLink } from "./leases.js";
