@@ -14,7 +14,7 @@ import {
   isStoreUnavailableError,
   LeaseValidationError,
 } from "../errors.js";
-import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
+import { type ChosenStore, chooseStoreUrl, DEFAULT_DB, storeUrlFormsOn } from "../open-store.js";
 import { doctorCommand } from "./doctor.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
@@ -44,17 +44,12 @@ const ms = wholeNumber("a whole number of milliseconds");
 function storeOption(): Option {
   return new Option(
     "--store <url>",
-    `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
+    `where leases live: ${storeUrlFormsOn("node").join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
   );
 }
 
 /** Which store a command uses and what chose it, as `npm start` chooses (README: "Server configuration"). */
-export interface StoreChoice {
-  url: string;
-  from: StoreSource;
-}
-
-export function chooseStore(env: CliIo["env"], given: string | undefined): StoreChoice {
+export function chooseStore(env: CliIo["env"], given: string | undefined): ChosenStore {
   const { url, from } = chooseStoreUrl({ flag: given, store: env.LEASEHOLD_STORE, db: env.LEASEHOLD_DB });
   return { url, from };
 }
@@ -62,7 +57,7 @@ export function chooseStore(env: CliIo["env"], given: string | undefined): Store
 export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
-  chosen: (choice: StoreChoice) => void = () => undefined,
+  chosen: (choice: ChosenStore) => void = () => undefined,
 ): Command {
   const storeOf = (_io: CliIo, given: string | undefined): string => {
     const choice = chooseStore(io.env, given);
@@ -177,7 +172,7 @@ Examples:
   program
     .command("doctor")
     .description("check that a store keeps the lease contract (on scratch names of its own), and how fast it answers")
-    .argument("<store-url>", `the store to check: ${STORE_URL_FORMS.join(", ")}`)
+    .argument("<store-url>", `the store to check: ${storeUrlFormsOn("node").join(", ")}`)
     .option("--rounds <n>", "rounds of each race (default 30)", wholeNumber("a whole number of rounds", 10_000), 30)
     .option(
       "--writers <n>",
@@ -217,7 +212,7 @@ Examples:
     .addOption(
       new Option(
         "--store <url>",
-        `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
+        `where leases live: ${storeUrlFormsOn("node").join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
       ),
     )
     .option("--insecure-no-auth", "serve without tokens even off loopback (as LEASEHOLD_INSECURE_NO_AUTH=1)", false)
@@ -252,7 +247,7 @@ LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`
 /** Runs one command line; resolves to the process exit code. Never throws. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let code = 0;
-  let store: StoreChoice | undefined;
+  let store: ChosenStore | undefined;
   const program = buildProgram(
     io,
     (c) => {

@@ -76,7 +76,6 @@ async function lambdaApp(
   const config = readServerConfig(env, "lambda");
   const logger = createLogger(config.logFormat, byLevel);
   const log = options.log ?? ((line: string) => logger.info(line));
-  if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
   const app = createApp({

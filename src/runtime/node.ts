@@ -244,7 +244,7 @@ export interface StartOptions {
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<StartedServer> {
   const logger = createLogger(config.logFormat);
   const log = options.log ?? ((line: string) => logger.info(line));
-  if (config.store.kind !== "url" || !config.listen) throw new Error(`${config.entry} has no Node listener`);
+  if (!config.listen) throw new Error(`${config.entry} has no Node listener`);
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
   let server: RunningServer;

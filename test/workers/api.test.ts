@@ -142,8 +142,8 @@ describe("worker configuration", () => {
     for (const [name, why] of [
       ["PORT", "a Worker does not listen on a port"],
       ["HOST", "a Worker does not listen on a port"],
-      ["LEASEHOLD_DB", "a Worker has no filesystem"],
-      ["LEASEHOLD_TOKEN", "it is the bearer token of an http(s):// store"],
+      ["LEASEHOLD_DB", "it names a SQLite file, and a Worker has no filesystem"],
+      ["LEASEHOLD_TOKEN", "only the http store reads it, and the HTTP store is not bundled into the Worker"],
     ]) {
       expect(result.body.detail).toContain(`${name}: not read by the Worker: ${why}`);
     }
@@ -193,7 +193,7 @@ describe("worker configuration", () => {
       );
       expect(put.status).toBe(201);
       expect(logged).toHaveBeenCalledWith(
-        'leasehold: API on Cloudflare Workers; store Durable Objects (LEASES); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
+        'leasehold: API on Cloudflare Workers; store durable-object:LEASES (default); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
       );
     } finally {
       logged.mockRestore();

@@ -21,8 +21,20 @@
  */
 
 import { z } from "zod";
+import type { Backend, Runtime } from "../../backends/backend.js";
+import { sqliteBackend } from "../../backends/sqlite/backend.js";
 import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../../errors.js";
-import { chooseStoreUrl, parseStoreUrl, refusedOn, type StoreUrl } from "../../open-store.js";
+import { zodIssues } from "../../lease.js";
+import {
+  BACKENDS,
+  backendOf,
+  type ChosenStore,
+  chooseStoreUrl,
+  parseStoreUrl,
+  refusedOn,
+  type StoreUrl,
+  storeUrlFormsOn,
+} from "../../open-store.js";
 import type { ApiLimits } from "../app-options.js";
 import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../console/options.js";
 import type { LogFormat } from "../log.js";
@@ -39,10 +51,10 @@ import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
 import {
   type Env,
   envChoice,
+  envField,
   envMatching,
   envSqlitePath,
   envStoreUrl,
-  envText,
   envTokens,
   envWholeNumber,
 } from "./fields.js";
@@ -59,6 +71,12 @@ export const ENTRY_NAMES: Record<Entry, string> = {
   lambda: "the Lambda handler",
   worker: "the Worker",
 };
+
+/** Where each entry runs, in the backends' terms (`Backend.runtimes`). */
+export const RUNTIME_OF: Record<Entry, Runtime> = { node: "node", serve: "node", lambda: "lambda", worker: "workers" };
+
+/** The Worker's store when LEASEHOLD_STORE is unset: its `LeaseObject` namespace (wrangler.toml). */
+export const WORKER_DEFAULT_STORE = "durable-object:LEASES";
 
 export { DEFAULT_DB } from "../../open-store.js";
 export const DEFAULT_PORT = 8787;
@@ -162,26 +180,32 @@ export const serverFields = {
   LEASEHOLD_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.inFlight),
   LEASEHOLD_RESERVED_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.reservedInFlight),
   LEASEHOLD_LATE_MS: envWholeNumber(ADMISSION_BOUNDS.lateMs),
-  /** Defaults the store URL takes from the environment (see openStore). */
-  LEASEHOLD_TOKEN: envText,
-  AWS_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
-  AWS_DEFAULT_REGION: envMatching(/^[a-z0-9-]{1,64}$/, "an AWS region such as eu-west-1"),
-  GOOGLE_CLOUD_PROJECT: envText,
-  /** The azblob:// store's key, in this order of preference (a secret). */
-  AZURE_STORAGE_CONNECTION_STRING: envText,
-  AZURE_STORAGE_KEY: envText,
-  AZURE_STORAGE_SAS_TOKEN: envText,
-  /** Read by leasehold on the Worker only (no IAM role there); on Node and Lambda the AWS SDK reads them. */
-  AWS_ACCESS_KEY_ID: envText,
-  AWS_SECRET_ACCESS_KEY: envText,
-  AWS_SESSION_TOKEN: envText,
 };
 
-export type ServerVariable = keyof typeof serverFields;
-export const SERVER_VARIABLES = Object.keys(serverFields) as ServerVariable[];
+/**
+ * The variables the backends take defaults from (region, project, token, keys): each backend
+ * declares its own, with the rule its value keeps (`Backend.env`). Every entry passes them on to
+ * openStore as they are.
+ */
+const storeFields: Record<string, ReturnType<typeof envField<string>>> = {};
+for (const backend of BACKENDS) {
+  for (const [name, rule] of Object.entries(backend.env ?? {})) {
+    storeFields[name] ??= envField((text) => {
+      const result = rule.safeParse(text);
+      if (result.success) return { ok: true, value: result.data };
+      return { ok: false, message: `${result.error.issues[0]?.message ?? "invalid"}, got ${JSON.stringify(text)}` };
+    });
+  }
+}
+
+/** A server setting, or a variable a backend reads. */
+export type ServerVariable = string;
+export const SERVER_VARIABLES: readonly ServerVariable[] = [...Object.keys(serverFields), ...Object.keys(storeFields)];
 
 /** The one schema: an environment object in, typed values out (other names pass through untouched). */
 export const serverEnvSchema = z.looseObject(serverFields);
+/** The backends' variables, read with their own rules. */
+const storeEnvSchema = z.looseObject(storeFields);
 
 const NO_LISTENER: Partial<Record<Entry, string>> = {
   lambda: "a Lambda function does not listen on a port: API Gateway or its Function URL invokes it",
@@ -195,11 +219,7 @@ const ONE_REQUEST_PER_INSTANCE =
 export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, string>>>> = {
   PORT: NO_LISTENER,
   HOST: NO_LISTENER,
-  LEASEHOLD_DB: {
-    lambda:
-      "each Lambda instance would have its own SQLite file, so two instances could elect two leaders; use LEASEHOLD_STORE=dynamodb://TABLE",
-    worker: "a Worker has no filesystem; leases live in Durable Objects (LEASES) or in DynamoDB (LEASEHOLD_STORE)",
-  },
+  LEASEHOLD_DB: refusedWhere([sqliteBackend], "it names a SQLite file"),
   LEASEHOLD_WATCH_STREAMS: { lambda: ONE_REQUEST_PER_INSTANCE },
   LEASEHOLD_WATCH_STREAMS_PER_TOKEN: { lambda: ONE_REQUEST_PER_INSTANCE },
   LEASEHOLD_CONSOLE: {
@@ -208,16 +228,31 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
   },
   ...Object.fromEntries(Object.values(LISTENER_VARIABLES).map((name) => [name, NO_NODE_LISTENER])),
   ...Object.fromEntries(Object.values(ADMISSION_VARIABLES).map((name) => [name, PER_INSTANCE_ADMISSION])),
-  LEASEHOLD_TOKEN: {
-    worker: "it is the bearer token of an http(s):// store, and the Worker serves Durable Objects or DynamoDB only",
-  },
   ...Object.fromEntries(
-    (["AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"] as const).map((name) => [
+    Object.keys(storeFields).map((name) => [
       name,
-      { worker: "it is the key of an azblob:// store, and the Worker serves Durable Objects or DynamoDB only" },
+      refusedWhere(
+        BACKENDS.filter((b) => b.env?.[name] !== undefined),
+        `only the ${BACKENDS.filter((b) => b.env?.[name] !== undefined)
+          .map((b) => b.kind)
+          .join(" and ")} store reads it`,
+      ),
     ]),
   ),
 };
+
+/**
+ * The entries where none of `backends` runs, each with the backends' own reason
+ * (`Backend.runtimes`): a variable only those backends read is refused there.
+ */
+function refusedWhere(backends: readonly Backend[], what: string): Partial<Record<Entry, string>> {
+  const refused: Partial<Record<Entry, string>> = {};
+  for (const entry of Object.keys(RUNTIME_OF) as Entry[]) {
+    const reasons = backends.map((b) => b.runtimes[RUNTIME_OF[entry]]);
+    if (reasons.every((r) => r !== true)) refused[entry] = `${what}, and ${reasons.join("; ")}`;
+  }
+  return refused;
+}
 
 /** LEASEHOLD_* names that are not server settings but are known (so no typo warning): */
 const OTHER_LEASEHOLD_VARIABLES = [
@@ -237,17 +272,14 @@ const OTHER_LEASEHOLD_VARIABLES = [
 // ---------------------------------------------------------------------------------------------
 // What the entries get.
 
-export type StoreChoice =
-  /** `from`: where the URL came from, for the start-up line (LEASEHOLD_STORE, --store, LEASEHOLD_DB, default). */
-  | { kind: "url"; url: string; spec: StoreUrl; from: string }
-  /** The Worker without LEASEHOLD_STORE: its LEASES Durable Object namespace. */
-  | { kind: "durable-objects" };
+/** The store a server opens: its URL, what the URL says, and where it came from (for the start-up line). */
+export type ServerStore = ChosenStore & { spec: StoreUrl };
 
 export interface ServerConfig {
   entry: Entry;
   /** `npm start` and `leasehold serve` only. */
   listen?: { host: string; port: number };
-  store: StoreChoice;
+  store: ServerStore;
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
   app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; limits: ApiLimits };
@@ -259,10 +291,8 @@ export interface ServerConfig {
   listener?: ListenerLimits;
   /** LEASEHOLD_LOG: the server log's format (src/api/log.ts). */
   logFormat: LogFormat;
-  /** What openStore may take defaults from (region, project, the HTTP store's token). */
+  /** What openStore may take defaults from: the variables the backends declare (region, project, token, keys). */
   storeEnv: Record<string, string>;
-  /** The Worker on DynamoDB: keys from its secrets (a Worker has no IAM role). */
-  awsCredentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Things that do not stop the server but that its operator should read. */
   warnings: string[];
 }
@@ -312,12 +342,14 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     }
   }
   const parsed = serverEnvSchema.safeParse(merged);
-  const fieldIssues = parsed.success
-    ? []
-    : parsed.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+  const parsedStoreEnv = storeEnvSchema.safeParse(merged);
+  const fieldIssues = [
+    ...(parsed.success ? [] : zodIssues(parsed.error)),
+    ...(parsedStoreEnv.success ? [] : zodIssues(parsedStoreEnv.error)),
+  ];
   // A refused variable's own parse error adds nothing: where it is not read, its value is moot.
   const issues = [...refused, ...fieldIssues.filter((i) => !refused.some((r) => r.path === i.path))];
-  if (issues.length > 0 || !parsed.success) return fail(issues);
+  if (issues.length > 0 || !parsed.success || !parsedStoreEnv.success) return fail(issues);
   const v = parsed.data;
 
   const problems: FieldIssue[] = [];
@@ -343,41 +375,14 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
   if ("issue" in auth) problems.push(auth.issue);
 
   const storeEnv: Record<string, string> = {};
-  for (const name of [
-    "LEASEHOLD_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "GOOGLE_CLOUD_PROJECT",
-    "AZURE_STORAGE_CONNECTION_STRING",
-    "AZURE_STORAGE_KEY",
-    "AZURE_STORAGE_SAS_TOKEN",
-  ] as const) {
-    const value = v[name];
-    if (value !== undefined) storeEnv[name] = value;
+  for (const name of Object.keys(storeFields)) {
+    const value = parsedStoreEnv.data[name];
+    if (typeof value === "string") storeEnv[name] = value;
   }
-
-  let awsCredentials: ServerConfig["awsCredentials"];
-  if (store?.kind === "url" && store.spec.kind === "dynamodb") {
-    if (!store.spec.region && !v.AWS_REGION && !v.AWS_DEFAULT_REGION) {
-      problems.push({
-        path: "LEASEHOLD_STORE",
-        message: "dynamodb:// needs ?region=... in the URL, or AWS_REGION (or AWS_DEFAULT_REGION)",
-      });
-    }
-    if (entry === "worker") {
-      if (!v.AWS_ACCESS_KEY_ID || !v.AWS_SECRET_ACCESS_KEY) {
-        problems.push({
-          path: v.AWS_ACCESS_KEY_ID ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
-          message:
-            "dynamodb:// on a Worker needs the secrets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a Worker has no IAM role)",
-        });
-      } else {
-        awsCredentials = {
-          accessKeyId: v.AWS_ACCESS_KEY_ID,
-          secretAccessKey: v.AWS_SECRET_ACCESS_KEY,
-          ...(v.AWS_SESSION_TOKEN ? { sessionToken: v.AWS_SESSION_TOKEN } : {}),
-        };
-      }
+  // What the chosen backend still needs to open here (a region, a Worker's keys), from its declaration.
+  if (store !== undefined) {
+    for (const issue of backendOf(store.spec.kind).check?.(store.spec, storeEnv, RUNTIME_OF[entry]) ?? []) {
+      problems.push({ path: issue.path === "" ? "LEASEHOLD_STORE" : issue.path, message: issue.message });
     }
   }
 
@@ -422,7 +427,6 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     console: consoleOptions,
     logFormat: v.LEASEHOLD_LOG ?? "text",
     storeEnv,
-    ...(awsCredentials ? { awsCredentials } : {}),
     warnings,
   };
 }
@@ -465,68 +469,65 @@ function applyFlags(env: Env, flags: ServeFlags): { merged: Record<string, unkno
 
 type Values = z.output<typeof serverEnvSchema>;
 
-const STORES_ON_WORKERS = "unset it (Durable Objects) or use dynamodb://";
+const RUNTIME_NAMES: Record<Runtime, string> = { node: "Node", lambda: "Lambda", workers: "Workers" };
 
-/** The store of `entry`, by the registry's rules (src/open-store.ts): its choice and where each backend runs. */
+/**
+ * The store of `entry`, by the rules of src/open-store.ts (--store, LEASEHOLD_STORE, LEASEHOLD_DB;
+ * on the Worker its Durable Object namespace by default; on Lambda a shared store is required),
+ * refused where its backend's declaration says it does not run.
+ */
 function chooseStore(
   v: Values,
   entry: Entry,
   flags: ServeFlags,
   problems: FieldIssue[],
   warnings: string[],
-): StoreChoice | undefined {
+): ServerStore | undefined {
   const url = v.LEASEHOLD_STORE;
-  if (entry === "worker") {
-    if (url === undefined) return { kind: "durable-objects" };
-    const why = refusedOn("workers", url);
-    if (why !== undefined) {
-      problems.push({
-        path: "LEASEHOLD_STORE",
-        message: `the ${url.kind} store does not run on Workers (${why}); ${STORES_ON_WORKERS}`,
-      });
-      return undefined;
-    }
-    return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
-  }
-  if (entry === "lambda") {
-    if (url === undefined) {
-      problems.push({
-        path: "LEASEHOLD_STORE",
-        message: "not set: expected a shared store such as dynamodb://leasehold-leases?region=eu-west-1",
-      });
-      return undefined;
-    }
-    const why = refusedOn("lambda", url);
-    if (why !== undefined) {
-      problems.push({ path: "LEASEHOLD_STORE", message: `the ${url.kind} store is refused on Lambda: ${why}` });
-      return undefined;
-    }
-    return { kind: "url", url: url.url, spec: url, from: "LEASEHOLD_STORE" };
-  }
-  // npm start and leasehold serve: --store (laid over LEASEHOLD_STORE), else LEASEHOLD_STORE, else LEASEHOLD_DB.
-  let choice: ReturnType<typeof chooseStoreUrl>;
-  try {
-    choice = chooseStoreUrl({
-      flag: flags.store === undefined ? undefined : url?.url,
-      store: url?.url,
-      db: v.LEASEHOLD_DB,
+  let chosen: ServerStore;
+  if (url !== undefined && (entry === "lambda" || entry === "worker")) {
+    chosen = { url: url.url, spec: url, from: "LEASEHOLD_STORE" };
+  } else if (entry === "worker") {
+    chosen = { url: WORKER_DEFAULT_STORE, spec: parseStoreUrl(WORKER_DEFAULT_STORE), from: "default" };
+  } else if (entry === "lambda") {
+    problems.push({
+      path: "LEASEHOLD_STORE",
+      message: "not set: expected a shared store such as dynamodb://leasehold-leases?region=eu-west-1",
     });
-  } catch (error) {
-    if (!isLeaseValidationError(error)) throw error;
-    problems.push(...error.issues);
+    return undefined;
+  } else {
+    // npm start and leasehold serve: --store (laid over LEASEHOLD_STORE), else LEASEHOLD_STORE, else LEASEHOLD_DB.
+    let choice: ReturnType<typeof chooseStoreUrl>;
+    try {
+      choice = chooseStoreUrl({
+        flag: flags.store === undefined ? undefined : url?.url,
+        store: url?.url,
+        db: v.LEASEHOLD_DB,
+      });
+    } catch (error) {
+      if (!isLeaseValidationError(error)) throw error;
+      problems.push(...error.issues);
+      return undefined;
+    }
+    warnings.push(...choice.warnings);
+    const spec: StoreUrl = url !== undefined && choice.url === url.url ? url : parseStoreUrl(choice.url);
+    chosen = { url: choice.url, spec, from: choice.from };
+  }
+  const runtime = RUNTIME_OF[entry];
+  const why = refusedOn(runtime, chosen.spec);
+  if (why !== undefined) {
+    problems.push({
+      path: "LEASEHOLD_STORE",
+      message: `the ${chosen.spec.kind} store does not run on ${RUNTIME_NAMES[runtime]}: ${why}; use one that does: ${storeUrlFormsOn(runtime).join(", ")}`,
+    });
     return undefined;
   }
-  warnings.push(...choice.warnings);
-  const spec: StoreUrl = url !== undefined && choice.url === url.url ? url : parseStoreUrl(choice.url);
-  return { kind: "url", url: choice.url, spec, from: choice.from };
+  return chosen;
 }
 
 /** The one line every entry logs when it starts: where, which store, the real auth mode, the settings. */
 export function startupLine(config: ServerConfig, where: string): string {
-  const store =
-    config.store.kind === "durable-objects"
-      ? "Durable Objects (LEASES)"
-      : `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
+  const store = `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
   const { limits, ...timing } = config.app;
   const settings = [...Object.entries(timing), ...Object.entries(limits), ...Object.entries(config.admission ?? {})]
     .map(([k, value]) => `${k} ${value}`)

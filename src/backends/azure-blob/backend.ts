@@ -160,7 +160,12 @@ export const azureBlobBackend: Backend<AzureBlobUrl> = {
     lambda: true,
     workers: "the Worker bundles the Durable Object and DynamoDB stores only",
   },
-  env: ["AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"],
+  // In this order of preference; each a secret.
+  env: {
+    AZURE_STORAGE_CONNECTION_STRING: z.string(),
+    AZURE_STORAGE_KEY: z.string(),
+    AZURE_STORAGE_SAS_TOKEN: z.string(),
+  },
   parse(text) {
     const url = parts.host(text, "azblob", "azblob://ACCOUNT/CONTAINER/PREFIX", "put the key in AZURE_STORAGE_KEY");
     if (url.port !== "") {

@@ -22,21 +22,23 @@ import {
   parseRecord,
   type Revision,
   type Stored,
+  validate,
   validateName,
   validatePrefix,
   validateRecord,
 } from "../../lease.js";
 import { parseRevision } from "../revision.js";
+import { type DurableObjectStoreOptions, durableObjectOptionsSchema } from "./backend.js";
 import {
   INDEX_OBJECT,
   INDEX_PAGE,
   type LeaseNamespace,
-  MAX_INDEX_PAGE,
   ORIGIN,
   type StoredWire,
   type WorkerWebSocket,
 } from "./wire.js";
 
+export type { DurableObjectStoreOptions } from "./backend.js";
 export { LeaseObject } from "./object.js";
 export {
   type DurableObjectStateLike,
@@ -47,32 +49,14 @@ export {
   type WorkerWebSocket,
 } from "./wire.js";
 
-export interface DurableObjectStoreOptions {
-  /** The namespace binding of `LeaseObject` (`env.LEASES`). */
-  namespace: LeaseNamespace;
-  /** Names `list` fetches from the directory per request; their records are then read in parallel. Default 100. */
-  listPageSize?: number;
-}
-
 export class DurableObjectStore implements LeaseStore {
   private readonly namespace: LeaseNamespace;
   private readonly pageSize: number;
 
   constructor(options: DurableObjectStoreOptions) {
-    const namespace = options?.namespace as Partial<LeaseNamespace> | undefined;
-    if (typeof namespace?.idFromName !== "function" || typeof namespace.get !== "function") {
-      throw new LeaseValidationError("DurableObjectStore options", [
-        { path: "namespace", message: "expected a Durable Object namespace binding (env.LEASES)" },
-      ]);
-    }
-    const pageSize = options.listPageSize ?? INDEX_PAGE;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_INDEX_PAGE) {
-      throw new LeaseValidationError("DurableObjectStore options", [
-        { path: "listPageSize", message: `expected a whole number from 1 to ${MAX_INDEX_PAGE}` },
-      ]);
-    }
-    this.namespace = options.namespace;
-    this.pageSize = pageSize;
+    const o = validate("DurableObjectStore options", durableObjectOptionsSchema, options);
+    this.namespace = o.namespace;
+    this.pageSize = o.listPageSize ?? INDEX_PAGE;
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {

@@ -5,6 +5,7 @@
  */
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
+import type { FieldIssue } from "../../errors.js";
 import type { LeaseStore } from "../../lease.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "../aws.js";
 import type { Backend } from "../backend.js";
@@ -109,7 +110,31 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
   forms: ["dynamodb://TABLE?region=REGION&endpoint=URL&pk=ATTRIBUTE&ttl=ATTRIBUTE"],
   options: dynamoDbOptionsSchema,
   runtimes: { node: true, lambda: true, workers: true },
-  env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
+  env: {
+    AWS_REGION: awsRegion,
+    AWS_DEFAULT_REGION: awsRegion,
+    // What a Worker holds as secrets, having no IAM role; elsewhere the SDK would read them first too.
+    AWS_ACCESS_KEY_ID: z.string(),
+    AWS_SECRET_ACCESS_KEY: z.string(),
+    AWS_SESSION_TOKEN: z.string(),
+  },
+  check(spec, env, runtime) {
+    const issues: FieldIssue[] = [];
+    if (spec.region === undefined && !env.AWS_REGION && !env.AWS_DEFAULT_REGION) {
+      issues.push({
+        path: "",
+        message: "dynamodb:// needs ?region=... in the URL, or AWS_REGION (or AWS_DEFAULT_REGION)",
+      });
+    }
+    if (runtime === "workers" && (!env.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY)) {
+      issues.push({
+        path: env.AWS_ACCESS_KEY_ID ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
+        message:
+          "dynamodb:// on a Worker needs the secrets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a Worker has no IAM role)",
+      });
+    }
+    return issues;
+  },
   parse(text) {
     const url = parts.host(text, "dynamodb", "dynamodb://TABLE", "the AWS SDK reads credentials itself");
     if (url.port !== "") throw parts.invalid("dynamodb table", "expected a table name, not host:port (use ?endpoint=)");
@@ -136,24 +161,36 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
   },
   module: "./backends/dynamodb/store.js",
   open(spec, { env, client, module }) {
-    const options = dynamoDbOptionsOf(spec, env, client === undefined ? {} : { client: client as DynamoDBClient });
+    const table = parts.defined({
+      table: spec.table,
+      partitionKey: spec.partitionKey,
+      ttlAttribute: spec.ttlAttribute,
+    });
     const { DynamoDbStore } = module as DynamoDbModule;
-    return new DynamoDbStore(options);
+    if (client !== undefined)
+      return new DynamoDbStore({ table: spec.table, ...table, client: client as DynamoDBClient });
+    const region = regionOf(spec.region, env);
+    const credentials = keysOf(env);
+    return new DynamoDbStore({
+      table: spec.table,
+      ...table,
+      region,
+      ...parts.defined({ endpoint: spec.endpoint }),
+      ...(credentials ? { credentials } : {}),
+    });
   },
 };
 
 /**
- * The store options a `dynamodb://` URL gives, the region defaulting to AWS_REGION /
- * AWS_DEFAULT_REGION in `env`; `client` is the caller's (then no region is needed) or the
- * credentials for the client the store creates (the Worker's secrets).
+ * The keys in `env`, when both are there: what a Worker has instead of an IAM role (its secrets).
+ * Elsewhere the same variables are what the AWS SDK's own provider chain would read first.
  */
-export function dynamoDbOptionsOf(
-  spec: DynamoDbUrl,
-  env: Record<string, string | undefined>,
-  client: { client: DynamoDBClient } | { credentials?: DynamoDbStoreOptions["credentials"] },
-): DynamoDbStoreOptions {
-  const table = parts.defined({ table: spec.table, partitionKey: spec.partitionKey, ttlAttribute: spec.ttlAttribute });
-  if ("client" in client) return { table: spec.table, ...table, ...client };
-  const region = regionOf(spec.region, env);
-  return { table: spec.table, ...table, region, ...parts.defined({ endpoint: spec.endpoint }), ...client };
+function keysOf(env: Record<string, string | undefined>): DynamoDbStoreOptions["credentials"] | undefined {
+  const {
+    AWS_ACCESS_KEY_ID: accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    AWS_SESSION_TOKEN: sessionToken,
+  } = env;
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }

@@ -87,7 +87,7 @@ export const gcsBackend: Backend<GcsUrl> = {
     workers: "its SDK hangs inside workerd without sending a request",
   },
   limits: GCS_LIMITS,
-  env: ["GOOGLE_CLOUD_PROJECT"],
+  env: { GOOGLE_CLOUD_PROJECT: z.string() },
   parse(text) {
     const url = parts.host(text, "gcs", "gcs://BUCKET/PREFIX", null);
     if (url.username !== "" || url.password !== "" || url.port !== "") {

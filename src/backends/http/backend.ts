@@ -28,7 +28,7 @@ export const httpBackend: Backend<HttpUrl> = {
     lambda: true,
     workers: "the HTTP store is not bundled into the Worker; point clients at that API directly",
   },
-  env: ["LEASEHOLD_TOKEN"],
+  env: { LEASEHOLD_TOKEN: z.string() },
   parse(text) {
     let url: URL;
     try {

@@ -76,7 +76,7 @@ export const s3Backend: Backend<S3Url> = {
     lambda: true,
     workers: "its SDK parses S3's XML answers with DOMParser, which workerd lacks",
   },
-  env: ["AWS_REGION", "AWS_DEFAULT_REGION"],
+  env: { AWS_REGION: awsRegion, AWS_DEFAULT_REGION: awsRegion },
   parse(text) {
     const url = parts.host(text, "s3", "s3://BUCKET/PREFIX", "the AWS SDK reads credentials itself");
     if (url.port !== "") throw parts.invalid("s3 bucket", "expected a bucket name, not host:port (use ?endpoint=)");
