@@ -8,7 +8,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseTokens, type TokenScope } from "../src/api/auth.js";
-import { readServerConfig, startupLine } from "../src/api/config/policy.js";
+import { readServerConfig } from "../src/api/config/policy.js";
+import { startupLine } from "../src/api/config/startup-line.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";

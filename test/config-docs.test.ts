@@ -7,15 +7,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { type Entry, NOT_READ_BY } from "../src/api/config/policy.js";
 import {
   ADMISSION_VARIABLES,
-  type Entry,
   LIMIT_VARIABLES,
   LISTENER_BOUNDS,
   LISTENER_VARIABLES,
-  NOT_READ_BY,
   SERVER_VARIABLES,
-} from "../src/api/config/policy.js";
+} from "../src/api/config/variables.js";
 import { ADMISSION_BOUNDS, APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
 
 const root = join(import.meta.dirname, "..");

@@ -7,15 +7,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
-import {
-  describeAuth,
-  type Entry,
-  NOT_READ_BY,
-  readServerConfig,
-  SERVER_VARIABLES,
-  type ServerVariable,
-  startupLine,
-} from "../src/api/config/policy.js";
+import { describeAuth } from "../src/api/config/auth-mode.js";
+import { type Entry, NOT_READ_BY, readServerConfig } from "../src/api/config/policy.js";
+import { startupLine } from "../src/api/config/startup-line.js";
+import { SERVER_VARIABLES, type ServerVariable } from "../src/api/config/variables.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { BACKENDS } from "../src/open-store.js";

@@ -21,7 +21,9 @@
 
 import { handle, type LambdaContext, streamHandle } from "hono/aws-lambda";
 import { type AppOptions, createApp } from "../api/app.js";
-import { authConfig, readServerConfig, startupLine } from "../api/config/policy.js";
+import { authConfig } from "../api/config/auth-mode.js";
+import { readServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
 import { byLevel, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { openStore } from "../open-store.js";

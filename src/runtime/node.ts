@@ -12,16 +12,10 @@ import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { type AdmissionOptions, type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
-import {
-  type AuthMode,
-  authConfig,
-  LISTENER_BOUNDS,
-  type ListenerLimits,
-  readServerConfig,
-  resolveAuth,
-  type ServerConfig,
-  startupLine,
-} from "../api/config/policy.js";
+import { type AuthMode, authConfig, resolveAuth } from "../api/config/auth-mode.js";
+import { readServerConfig, type ServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
+import { LISTENER_BOUNDS, type ListenerLimits } from "../api/config/variables.js";
 import type { ConsoleOptions } from "../api/console/options.js";
 import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";

@@ -19,7 +19,9 @@
  */
 
 import { createApp } from "../api/app.js";
-import { authConfig, readServerConfig, type ServerConfig, startupLine } from "../api/config/policy.js";
+import { authConfig } from "../api/config/auth-mode.js";
+import { readServerConfig, type ServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
 import { byLevel, createLogger } from "../api/log.js";
 import type { LeaseNamespace } from "../backends/durable-object/wire.js";
 import type { LeaseStore } from "../lease.js";

@@ -18,7 +18,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { envChoice, envMatching, envText, readVariables } from "../../../src/api/config/fields.js";
-import { serverFields } from "../../../src/api/config/policy.js";
+import { serverFields } from "../../../src/api/config/variables.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");

@@ -2,17 +2,19 @@
  * The API server's configuration, read the same way by every entry: `npm start`
  * (src/runtime/node.ts), `leasehold serve` (src/cli/serve.ts), the Lambda handler
  * (src/runtime/lambda.ts), the Worker (src/runtime/worker.ts), and infra/aws, which checks at synth
- * time the environment it gives the function. One zod schema reads an environment object
- * (process.env, a function's environment, a Worker's bindings) into the options those entries wire
- * up; the README's variable table documents it variable by variable.
+ * time the environment it gives the function. One schema (./variables.ts) reads an environment
+ * object (process.env, a function's environment, a Worker's bindings); this module is the per-entry
+ * policy over it, and returns the options those entries wire up. The start-up line each entry logs
+ * is ./startup-line.ts; the README's variable table documents it variable by variable.
  *
  * Rules every entry shares:
  * - Unset and "" mean the same (an empty `FOO=` line in an env file is common).
  * - A bad value refuses to start with the variable's name, the value (never a secret's) and what
  *   was expected; nothing is guessed (a number binding of a Worker counts as its digits).
  * - A variable an entry cannot honour (PORT on Lambda, LEASEHOLD_DB on the Worker, ...) is refused
- *   there with the reason. No platform sets these names itself, so refusing never trips over the
- *   platform's own variables.
+ *   there with the reason; a backend's variables where no backend that reads them runs, by the
+ *   backends' own declarations. No platform sets these names itself, so refusing never trips over
+ *   the platform's own variables.
  * - LEASEHOLD_TOKENS together with LEASEHOLD_INSECURE_NO_AUTH=1 is a contradiction and refused, as
  *   are LEASEHOLD_STORE together with LEASEHOLD_DB.
  * - Unknown LEASEHOLD_* names are reported as warnings (a typo must not silently mean "default").
@@ -20,7 +22,7 @@
  * Runtime-neutral: no Node API here; it runs inside the Worker and the Lambda bundle too.
  */
 
-import { z } from "zod";
+import type { z } from "zod";
 import type { Backend, Runtime } from "../../backends/backend.js";
 import { sqliteBackend } from "../../backends/sqlite/backend.js";
 import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../../errors.js";
@@ -38,29 +40,23 @@ import {
 import type { ApiLimits } from "../app-options.js";
 import { CONSOLE_BOUNDS, type ResolvedConsoleOptions } from "../console/options.js";
 import type { LogFormat } from "../log.js";
+import { type AdmissionName, APP_OPTION_BOUNDS, LIMIT_NAMES, resolveAdmission } from "../options.js";
+import { type AuthMode, resolveAuth } from "./auth-mode.js";
+import type { Env } from "./fields.js";
 import {
-  ADMISSION_BOUNDS,
-  type AdmissionName,
-  APP_OPTION_BOUNDS,
-  type Bounds,
-  LIMIT_NAMES,
-  type LimitName,
-  resolveAdmission,
-} from "../options.js";
-import { type AuthMode, describeAuth, resolveAuth } from "./auth-mode.js";
-import {
-  type Env,
-  envChoice,
-  envField,
-  envMatching,
-  envSqlitePath,
-  envStoreUrl,
-  envTokens,
-  envWholeNumber,
-} from "./fields.js";
-import { redactUrl } from "./redact.js";
-
-export { type AuthMode, authConfig, describeAuth, isLoopback, resolveAuth } from "./auth-mode.js";
+  ADMISSION_VARIABLES,
+  DEFAULT_HOST,
+  DEFAULT_PORT,
+  LIMIT_VARIABLES,
+  LISTENER_BOUNDS,
+  LISTENER_VARIABLES,
+  type ListenerLimits,
+  type ServerVariable,
+  serverEnvSchema,
+  storeEnvSchema,
+  storeFields,
+  unknownVariableWarnings,
+} from "./variables.js";
 
 /** The entries that read the server configuration. */
 export type Entry = "node" | "serve" | "lambda" | "worker";
@@ -78,72 +74,8 @@ export const RUNTIME_OF: Record<Entry, Runtime> = { node: "node", serve: "node",
 /** The Worker's store when LEASEHOLD_STORE is unset: its `LeaseObject` namespace (wrangler.toml). */
 export const WORKER_DEFAULT_STORE = "durable-object:LEASES";
 
-export { DEFAULT_DB } from "../../open-store.js";
-export const DEFAULT_PORT = 8787;
-export const DEFAULT_HOST = "127.0.0.1";
-const PORT_BOUNDS: Bounds = { min: 0, max: 65_535, default: DEFAULT_PORT, unit: "a port number" };
-
 // ---------------------------------------------------------------------------------------------
-// Bounds (docs/security.md "Bounds"): what one caller can make the server hold. createApp's
-// limits, each a variable; and the Node listener's own, which Lambda and Workers leave to the
-// platform's front end (API Gateway, Cloudflare) and refuse there.
-
-/** LEASEHOLD_<NAME> of each createApp limit. */
-export const LIMIT_VARIABLES = {
-  bodyBytes: "LEASEHOLD_BODY_BYTES",
-  listLimit: "LEASEHOLD_LIST_LIMIT",
-  watchStreams: "LEASEHOLD_WATCH_STREAMS",
-  watchStreamsPerToken: "LEASEHOLD_WATCH_STREAMS_PER_TOKEN",
-  recordsPerPrefix: "LEASEHOLD_RECORDS_PER_PREFIX",
-  createsPerMinute: "LEASEHOLD_CREATES_PER_MINUTE",
-  bucketWritesPerHeartbeat: "LEASEHOLD_BUCKET_WRITES_PER_HEARTBEAT",
-} as const satisfies Record<LimitName, string>;
-
-/**
- * The Node listener's bounds: a client gets `headersTimeoutMs` to send its headers and
- * `requestTimeoutMs` its whole request (then 408), an idle keep-alive connection is closed after
- * `keepAliveTimeoutMs`, and past `maxConnections` open connections a new one is answered 503.
- * A watch stream is a response, not a request: these never cut one.
- */
-export const LISTENER_BOUNDS = {
-  headersTimeoutMs: { min: 100, max: 120_000, default: 5000, unit: "a whole number of milliseconds" },
-  requestTimeoutMs: { min: 100, max: 600_000, default: 10_000, unit: "a whole number of milliseconds" },
-  keepAliveTimeoutMs: { min: 100, max: 600_000, default: 5000, unit: "a whole number of milliseconds" },
-  maxConnections: { min: 1, max: 1_000_000, default: 1024, unit: "a whole number of connections" },
-} as const satisfies Record<string, Bounds>;
-export type ListenerLimits = { [K in keyof typeof LISTENER_BOUNDS]: number };
-
-export const LISTENER_VARIABLES = {
-  headersTimeoutMs: "LEASEHOLD_HEADERS_TIMEOUT_MS",
-  requestTimeoutMs: "LEASEHOLD_REQUEST_TIMEOUT_MS",
-  keepAliveTimeoutMs: "LEASEHOLD_KEEP_ALIVE_TIMEOUT_MS",
-  maxConnections: "LEASEHOLD_MAX_CONNECTIONS",
-} as const satisfies Record<keyof ListenerLimits, string>;
-
-const boundFields = {
-  ...Object.fromEntries(LIMIT_NAMES.map((n) => [LIMIT_VARIABLES[n], envWholeNumber(APP_OPTION_BOUNDS[n])])),
-  ...Object.fromEntries(
-    (Object.keys(LISTENER_BOUNDS) as Array<keyof ListenerLimits>).map((n) => [
-      LISTENER_VARIABLES[n],
-      envWholeNumber(LISTENER_BOUNDS[n]),
-    ]),
-  ),
-} as Record<
-  (typeof LIMIT_VARIABLES)[LimitName] | (typeof LISTENER_VARIABLES)[keyof ListenerLimits],
-  ReturnType<typeof envWholeNumber>
->;
-
-/**
- * Admission (src/api/admission.ts): requests in flight, the share reserved for current holders'
- * renewals, and the lateness past which only those are served. Per instance, like the listener's
- * bounds, and meaningless where one instance serves one request at a time (Lambda) or where the
- * platform starts isolates as load comes (Workers): refused there.
- */
-export const ADMISSION_VARIABLES = {
-  inFlight: "LEASEHOLD_IN_FLIGHT",
-  reservedInFlight: "LEASEHOLD_RESERVED_IN_FLIGHT",
-  lateMs: "LEASEHOLD_LATE_MS",
-} as const satisfies Record<AdmissionName, string>;
+// Where a variable cannot work, and why.
 
 const PER_INSTANCE_ADMISSION = {
   lambda:
@@ -156,56 +88,6 @@ const NO_NODE_LISTENER = {
   lambda: "API Gateway or the Function URL holds the connections: their own limits apply",
   worker: "Cloudflare holds the connections: its own limits apply",
 };
-
-// ---------------------------------------------------------------------------------------------
-// The variables.
-
-/** Every variable the server entries read, with its field schema. */
-export const serverFields = {
-  PORT: envWholeNumber(PORT_BOUNDS),
-  HOST: envMatching(/^[A-Za-z0-9._:%-]{1,253}$/, "a host name or IP address to bind, such as 127.0.0.1 or 0.0.0.0"),
-  LEASEHOLD_STORE: envStoreUrl,
-  LEASEHOLD_DB: envSqlitePath,
-  LEASEHOLD_TOKENS: envTokens,
-  LEASEHOLD_INSECURE_NO_AUTH: envChoice(["1", "0"], " (1 turns auth off)"),
-  LEASEHOLD_MAX_SKEW_MS: envWholeNumber(APP_OPTION_BOUNDS.maxSkewMs),
-  LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
-  LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
-  LEASEHOLD_LOG: envChoice(["text", "json"]),
-  // The console (src/api/console/, docs/console.md): the page at /ui and the change log behind it.
-  LEASEHOLD_CONSOLE: envChoice(["1", "0"], " (0 turns the console at /ui off)"),
-  LEASEHOLD_HISTORY_TERMS: envWholeNumber(CONSOLE_BOUNDS.historyTerms),
-  LEASEHOLD_HISTORY_LEASES: envWholeNumber(CONSOLE_BOUNDS.historyLeases),
-  ...boundFields,
-  LEASEHOLD_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.inFlight),
-  LEASEHOLD_RESERVED_IN_FLIGHT: envWholeNumber(ADMISSION_BOUNDS.reservedInFlight),
-  LEASEHOLD_LATE_MS: envWholeNumber(ADMISSION_BOUNDS.lateMs),
-};
-
-/**
- * The variables the backends take defaults from (region, project, token, keys): each backend
- * declares its own, with the rule its value keeps (`Backend.env`). Every entry passes them on to
- * openStore as they are.
- */
-const storeFields: Record<string, ReturnType<typeof envField<string>>> = {};
-for (const backend of BACKENDS) {
-  for (const [name, rule] of Object.entries(backend.env ?? {})) {
-    storeFields[name] ??= envField((text) => {
-      const result = rule.safeParse(text);
-      if (result.success) return { ok: true, value: result.data };
-      return { ok: false, message: `${result.error.issues[0]?.message ?? "invalid"}, got ${JSON.stringify(text)}` };
-    });
-  }
-}
-
-/** A server setting, or a variable a backend reads. */
-export type ServerVariable = string;
-export const SERVER_VARIABLES: readonly ServerVariable[] = [...Object.keys(serverFields), ...Object.keys(storeFields)];
-
-/** The one schema: an environment object in, typed values out (other names pass through untouched). */
-export const serverEnvSchema = z.looseObject(serverFields);
-/** The backends' variables, read with their own rules. */
-const storeEnvSchema = z.looseObject(storeFields);
 
 const NO_LISTENER: Partial<Record<Entry, string>> = {
   lambda: "a Lambda function does not listen on a port: API Gateway or its Function URL invokes it",
@@ -253,21 +135,6 @@ function refusedWhere(backends: readonly Backend[], what: string): Partial<Recor
   }
   return refused;
 }
-
-/** LEASEHOLD_* names that are not server settings but are known (so no typo warning): */
-const OTHER_LEASEHOLD_VARIABLES = [
-  // set by `leasehold run` for its command
-  "LEASEHOLD_LEASE",
-  "LEASEHOLD_TERM",
-  "LEASEHOLD_IDENTITY",
-  // read by infra/aws at synth time
-  "LEASEHOLD_AUTH",
-  "LEASEHOLD_STORE_KIND",
-  "LEASEHOLD_TTL_ATTRIBUTE",
-  "LEASEHOLD_LAMBDA_NODE",
-  "LEASEHOLD_LAMBDA_DIR",
-  "LEASEHOLD_STACK_NAME",
-];
 
 // ---------------------------------------------------------------------------------------------
 // What the entries get.
@@ -523,40 +390,4 @@ function chooseStore(
     return undefined;
   }
   return chosen;
-}
-
-/** The one line every entry logs when it starts: where, which store, the real auth mode, the settings. */
-export function startupLine(config: ServerConfig, where: string): string {
-  const store = `${config.store.url}${config.store.from === "LEASEHOLD_STORE" ? "" : ` (${config.store.from})`}`;
-  const { limits, ...timing } = config.app;
-  const settings = [...Object.entries(timing), ...Object.entries(limits), ...Object.entries(config.admission ?? {})]
-    .map(([k, value]) => `${k} ${value}`)
-    .join(", ");
-  return `API on ${where}; store ${redactUrl(store)}; auth: ${describeAuth(config.auth)}; ${settings}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Typos.
-
-function unknownVariableWarnings(env: Env): string[] {
-  const known = new Set<string>([...SERVER_VARIABLES, ...OTHER_LEASEHOLD_VARIABLES]);
-  const warnings: string[] = [];
-  for (const name of Object.keys(env)) {
-    if (!name.startsWith("LEASEHOLD_") || known.has(name)) continue;
-    const near = [...known].find((k) => editDistance(k, name) <= 3);
-    warnings.push(`${name} is not a leasehold variable and is ignored${near ? ` (did you mean ${near}?)` : ""}`);
-  }
-  return warnings;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = row;
-  }
-  return previous[b.length]!;
 }
