@@ -27,6 +27,7 @@ import {
   MemberParams,
   NameParam,
   Problem,
+  ProblemKind,
   RecordBody,
   TermBody,
   WatchEvent,
@@ -593,7 +594,7 @@ export function documentParts(secured: boolean) {
       content: { [PROBLEM_TYPE]: { schema: { $ref: "#/components/schemas/Problem" } } },
     },
     /** Components that only raw parts of the document reference (the SSE event's contentSchema). */
-    schemas: { WatchEvent },
+    schemas: { WatchEvent, ProblemKind },
   };
 }
 

@@ -28,6 +28,7 @@ export {
   MemberLeft,
   type MemberLeftView,
   Problem,
+  ProblemKind,
   type ProblemView,
   RecordBody,
   type RecordWrite,

@@ -12,6 +12,7 @@
  * exactly). What JSON Schema cannot state is said in words: metadata's size as JSON, and that a
  * request body is I-JSON (no unpaired surrogates in any string, checked before these schemas).
  */
+
 import { z } from "zod";
 import {
   callerMetadataSchema,
@@ -28,6 +29,7 @@ import {
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
+import { PROBLEM_KIND_NAMES } from "./problem-kinds.js";
 
 /** 2^53-1: beyond it a JSON number no longer names one integer (9007199254740993 reads as ...992). */
 export const MAX_WIRE_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -232,9 +234,19 @@ export const FieldError = z
   })
   .meta({ id: "FieldError" });
 
+/** Every kind of problem the API answers (src/http/problem-kinds.ts): a component of its own, for clients. */
+export const ProblemKind = z.enum(PROBLEM_KIND_NAMES).meta({
+  id: "ProblemKind",
+  description:
+    "What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds",
+});
+
 export const Problem = z
   .object({
-    type: z.string().meta({ description: "urn:leasehold:problem:<kind>", example: "urn:leasehold:problem:conflict" }),
+    type: z.string().meta({
+      description: "urn:leasehold:problem:<kind>, the kind one of ProblemKind",
+      example: "urn:leasehold:problem:conflict",
+    }),
     title: z.string(),
     status: z.number().int().min(400).max(599),
     detail: z.string(),

@@ -6,7 +6,7 @@
  * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
 
-import type { Server } from "node:http";
+import { type Server, STATUS_CODES } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
@@ -19,8 +19,10 @@ import { LISTENER_BOUNDS, type ListenerLimits } from "../api/config/variables.js
 import type { ConsoleOptions } from "../api/console/options.js";
 import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
+import { ProblemError, problemAnswer } from "../api/problems.js";
 import type { Clock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
+import type { ProblemKind } from "../http/problem-kinds.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 
@@ -131,49 +133,26 @@ function defaultListener(): ListenerLimits {
   return Object.fromEntries(Object.entries(LISTENER_BOUNDS).map(([k, b]) => [k, b.default])) as ListenerLimits;
 }
 
-/** A problem+json answer written on a raw socket: Node's own errors, before any request reached the app. */
-function rawProblem(
-  status: number,
-  reason: string,
-  kind: string,
-  title: string,
-  detail: string,
-  extra?: { header: string; bound: string },
-): string {
-  const body = JSON.stringify({
-    type: `urn:leasehold:problem:${kind}`,
-    title,
-    status,
-    detail,
-    ...(extra ? { bound: extra.bound } : {}),
-  });
+/** A problem answer written on a raw socket: Node's own refusals, before any request reached the app. */
+function rawAnswer(problem: ProblemError): string {
+  const { status, headers, body } = problemAnswer(problem);
   return [
-    `HTTP/1.1 ${status} ${reason}`,
-    "Content-Type: application/problem+json",
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     `Content-Length: ${Buffer.byteLength(body)}`,
     "Connection: close",
-    ...(extra ? [extra.header] : []),
     "",
     body,
   ].join("\r\n");
 }
 
-/** What Node refuses on its own, answered as problem+json (RFC 9457) like everything else. */
-const CLIENT_ERRORS: Record<string, [number, string, string, string, string]> = {
+/** What Node refuses on its own (its `clientError` codes), answered as problems like everything else. */
+const CLIENT_ERRORS: Record<string, [ProblemKind, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [
-    408,
-    "Request Timeout",
     "request-timeout",
-    "Request too slow",
     "the request's headers or body did not arrive within this server's timeouts",
   ],
-  HPE_HEADER_OVERFLOW: [
-    431,
-    "Request Header Fields Too Large",
-    "headers-too-large",
-    "Request headers too large",
-    "the request's headers are larger than this server accepts",
-  ],
+  HPE_HEADER_OVERFLOW: ["headers-too-large", "the request's headers are larger than this server accepts"],
 };
 
 /**
@@ -189,15 +168,8 @@ function guardListener(server: Server, maxConnections: number): void {
       socket.destroy();
       return;
     }
-    const known = CLIENT_ERRORS[error.code ?? ""];
-    const [status, reason, kind, title, detail] = known ?? [
-      400,
-      "Bad Request",
-      "bad-request",
-      "Malformed HTTP request",
-      "the request is not valid HTTP/1.1",
-    ];
-    socket.end(rawProblem(status, reason, kind, title, detail));
+    const [kind, detail] = CLIENT_ERRORS[error.code ?? ""] ?? ["bad-request", "the request is not valid HTTP/1.1"];
+    socket.end(rawAnswer(new ProblemError(kind, detail)));
   });
   let open = 0;
   server.on("connection", (socket: Socket) => {
@@ -205,13 +177,12 @@ function guardListener(server: Server, maxConnections: number): void {
     socket.once("close", () => open--);
     if (open <= maxConnections) return;
     socket.end(
-      rawProblem(
-        503,
-        "Service Unavailable",
-        "over-capacity",
-        "Server at a bound of its capacity",
-        `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
-        { header: "Retry-After: 1", bound: "maxConnections" },
+      rawAnswer(
+        new ProblemError(
+          "over-capacity",
+          `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
+          { bound: "maxConnections", retryAfter: 1 },
+        ),
       ),
     );
   });

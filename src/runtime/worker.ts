@@ -23,6 +23,7 @@ import { authConfig } from "../api/config/auth-mode.js";
 import { readServerConfig, type ServerConfig } from "../api/config/policy.js";
 import { startupLine } from "../api/config/startup-line.js";
 import { byLevel, createLogger } from "../api/log.js";
+import { ProblemError, problemAnswer } from "../api/problems.js";
 import type { LeaseNamespace } from "../backends/durable-object/wire.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
@@ -82,13 +83,8 @@ async function buildHandler(env: WorkerEnv): Promise<Handler> {
   } catch (error) {
     const detail = `the leasehold Worker is misconfigured: ${(error as Error).message}`;
     console.error(`leasehold: ${detail}`);
-    const body = JSON.stringify({
-      type: "urn:leasehold:problem:configuration",
-      title: "Misconfigured",
-      status: 500,
-      detail,
-    });
-    return () => new Response(body, { status: 500, headers: { "content-type": "application/problem+json" } });
+    const { status, headers, body } = problemAnswer(new ProblemError("configuration", detail));
+    return () => new Response(body, { status, headers });
   }
 }
 

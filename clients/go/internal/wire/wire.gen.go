@@ -121,6 +121,105 @@ func (e HealthOk) Valid() bool {
 	}
 }
 
+// Defines values for ProblemKind.
+const (
+	ProblemKindBadRequest           ProblemKind = "bad-request"
+	ProblemKindBucketNotHeld        ProblemKind = "bucket-not-held"
+	ProblemKindConfiguration        ProblemKind = "configuration"
+	ProblemKindConflict             ProblemKind = "conflict"
+	ProblemKindCorrupt              ProblemKind = "corrupt"
+	ProblemKindForbidden            ProblemKind = "forbidden"
+	ProblemKindGroupRecord          ProblemKind = "group-record"
+	ProblemKindHeadersTooLarge      ProblemKind = "headers-too-large"
+	ProblemKindHolderInUse          ProblemKind = "holder-in-use"
+	ProblemKindHostNotAllowed       ProblemKind = "host-not-allowed"
+	ProblemKindInternal             ProblemKind = "internal"
+	ProblemKindMemberInUse          ProblemKind = "member-in-use"
+	ProblemKindMethodNotAllowed     ProblemKind = "method-not-allowed"
+	ProblemKindNotAGroup            ProblemKind = "not-a-group"
+	ProblemKindNotFound             ProblemKind = "not-found"
+	ProblemKindOverCapacity         ProblemKind = "over-capacity"
+	ProblemKindOverLimit            ProblemKind = "over-limit"
+	ProblemKindPayloadTooLarge      ProblemKind = "payload-too-large"
+	ProblemKindPreconditionFailed   ProblemKind = "precondition-failed"
+	ProblemKindPreconditionRequired ProblemKind = "precondition-required"
+	ProblemKindRequestTimeout       ProblemKind = "request-timeout"
+	ProblemKindSessionEnded         ProblemKind = "session-ended"
+	ProblemKindStoreUnavailable     ProblemKind = "store-unavailable"
+	ProblemKindStreamingUnavailable ProblemKind = "streaming-unavailable"
+	ProblemKindTermExhausted        ProblemKind = "term-exhausted"
+	ProblemKindTermRule             ProblemKind = "term-rule"
+	ProblemKindUnauthorized         ProblemKind = "unauthorized"
+	ProblemKindUnsupportedMediaType ProblemKind = "unsupported-media-type"
+	ProblemKindValidation           ProblemKind = "validation"
+)
+
+// Valid indicates whether the value is a known member of the ProblemKind enum.
+func (e ProblemKind) Valid() bool {
+	switch e {
+	case ProblemKindBadRequest:
+		return true
+	case ProblemKindBucketNotHeld:
+		return true
+	case ProblemKindConfiguration:
+		return true
+	case ProblemKindConflict:
+		return true
+	case ProblemKindCorrupt:
+		return true
+	case ProblemKindForbidden:
+		return true
+	case ProblemKindGroupRecord:
+		return true
+	case ProblemKindHeadersTooLarge:
+		return true
+	case ProblemKindHolderInUse:
+		return true
+	case ProblemKindHostNotAllowed:
+		return true
+	case ProblemKindInternal:
+		return true
+	case ProblemKindMemberInUse:
+		return true
+	case ProblemKindMethodNotAllowed:
+		return true
+	case ProblemKindNotAGroup:
+		return true
+	case ProblemKindNotFound:
+		return true
+	case ProblemKindOverCapacity:
+		return true
+	case ProblemKindOverLimit:
+		return true
+	case ProblemKindPayloadTooLarge:
+		return true
+	case ProblemKindPreconditionFailed:
+		return true
+	case ProblemKindPreconditionRequired:
+		return true
+	case ProblemKindRequestTimeout:
+		return true
+	case ProblemKindSessionEnded:
+		return true
+	case ProblemKindStoreUnavailable:
+		return true
+	case ProblemKindStreamingUnavailable:
+		return true
+	case ProblemKindTermExhausted:
+		return true
+	case ProblemKindTermRule:
+		return true
+	case ProblemKindUnauthorized:
+		return true
+	case ProblemKindUnsupportedMediaType:
+		return true
+	case ProblemKindValidation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TermEnd0Kind.
 const (
 	TermEnd0KindReleased TermEnd0Kind = "released"
@@ -591,9 +690,12 @@ type Problem struct {
 	Status int     `json:"status"`
 	Title  string  `json:"title"`
 
-	// Type urn:leasehold:problem:<kind>
+	// Type urn:leasehold:problem:<kind>, the kind one of ProblemKind
 	Type string `json:"type"`
 }
+
+// ProblemKind What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds
+type ProblemKind string
 
 // RecordWrite A whole lease record but renewedAt, which the server stamps; `holder: null` releases
 type RecordWrite struct {
