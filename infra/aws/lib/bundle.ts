@@ -17,6 +17,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
+import { bundleConsole } from "../../../scripts/bundle-console.js";
 import { REPO_ROOT } from "./config.js";
 
 const SDKS = ["@aws-sdk/client-dynamodb", "@aws-sdk/client-s3"] as const;
@@ -27,6 +28,8 @@ const banner = {
 };
 
 export async function bundleLambda(outDir: string): Promise<void> {
+  // The API imports the console's bundle as data (#console-assets): build it first.
+  await bundleConsole();
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const common = {
