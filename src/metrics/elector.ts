@@ -10,6 +10,7 @@ import type { Lane } from "../elector/lane.js";
 import { isMeasuredLane, type MeasuredLane } from "../elector/load-lane.js";
 import type { Elector } from "../elector.js";
 import { renderLaneMetrics } from "./lane.js";
+import { exposition, family, type Labels } from "./prometheus.js";
 
 /** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
 export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
@@ -24,10 +25,7 @@ interface Series {
   lastSuccessAt: number | undefined;
 }
 
-function labels(e: TrackedElector, extra = ""): string {
-  const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-  return `{lease="${esc(e.name)}",identity="${esc(e.identity)}"${extra}}`;
-}
+const labels = (e: TrackedElector): Labels => ({ lease: e.name, identity: e.identity });
 
 export class ElectorMetrics {
   private readonly series = new Set<Series>();
@@ -66,66 +64,63 @@ export class ElectorMetrics {
   }
 
   render(): string {
-    const lines: string[] = [];
-    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
-    };
     const all = [...this.series];
-    metric(
-      "leasehold_elector_is_leader",
-      "gauge",
-      "1 while this candidate is inside its safe window as leader.",
-      all.map((s) => `leasehold_elector_is_leader${labels(s.elector)} ${s.elector.current.isLeader ? 1 : 0}`),
-    );
-    metric(
-      "leasehold_elector_term",
-      "gauge",
-      "Term (fencing token) held or last observed.",
-      all.map((s) => `leasehold_elector_term${labels(s.elector)} ${s.elector.current.term}`),
-    );
-    metric(
-      "leasehold_elector_leadership_transitions_total",
-      "counter",
-      "Times this candidate became leader.",
-      all.map((s) => `leasehold_elector_leadership_transitions_total${labels(s.elector)} ${s.transitions}`),
-    );
-    metric(
-      "leasehold_elector_renewals_total",
-      "counter",
-      "Successful renewals.",
-      all.map((s) => `leasehold_elector_renewals_total${labels(s.elector)} ${s.renewals}`),
-    );
-    metric(
-      "leasehold_elector_renew_failures_total",
-      "counter",
-      "Renewals that failed or whose outcome was unknown.",
-      all.map((s) => `leasehold_elector_renew_failures_total${labels(s.elector)} ${s.renewFailures}`),
-    );
-    metric(
-      "leasehold_elector_store_errors_total",
-      "counter",
-      "Store calls that failed, by what the elector was doing.",
-      all.flatMap((s) =>
-        [...s.errors].map(
-          ([during, n]) => `leasehold_elector_store_errors_total${labels(s.elector, `,during="${during}"`)} ${n}`,
-        ),
-      ),
-    );
-    metric(
-      "leasehold_elector_seconds_since_last_renewal",
-      "gauge",
-      "Seconds since the last successful renewal was sent, while leader.",
-      all
-        .filter((s) => s.elector.current.isLeader && s.lastSuccessAt !== undefined)
-        .map(
-          (s) =>
-            `leasehold_elector_seconds_since_last_renewal${labels(s.elector)} ${((this.clock.now() - (s.lastSuccessAt ?? 0)) / 1000).toFixed(3)}`,
-        ),
-    );
+    const each = (value: (s: Series) => number | string) =>
+      all.map((s) => ({ labels: labels(s.elector), value: value(s) }));
     // The lanes the tracked electors ask (usually the one process lane): renewals first, shown.
     const lanes = new Set<MeasuredLane>();
     for (const s of all) if (s.elector.lane && isMeasuredLane(s.elector.lane)) lanes.add(s.elector.lane);
-    lines.push(...renderLaneMetrics([...lanes].map((l) => l.stats())));
-    return `${lines.join("\n")}\n`;
+    return exposition([
+      ...family(
+        "leasehold_elector_is_leader",
+        "gauge",
+        "1 while this candidate is inside its safe window as leader.",
+        each((s) => (s.elector.current.isLeader ? 1 : 0)),
+      ),
+      ...family(
+        "leasehold_elector_term",
+        "gauge",
+        "Term (fencing token) held or last observed.",
+        each((s) => s.elector.current.term),
+      ),
+      ...family(
+        "leasehold_elector_leadership_transitions_total",
+        "counter",
+        "Times this candidate became leader.",
+        each((s) => s.transitions),
+      ),
+      ...family(
+        "leasehold_elector_renewals_total",
+        "counter",
+        "Successful renewals.",
+        each((s) => s.renewals),
+      ),
+      ...family(
+        "leasehold_elector_renew_failures_total",
+        "counter",
+        "Renewals that failed or whose outcome was unknown.",
+        each((s) => s.renewFailures),
+      ),
+      ...family(
+        "leasehold_elector_store_errors_total",
+        "counter",
+        "Store calls that failed, by what the elector was doing.",
+        all.flatMap((s) =>
+          [...s.errors].map(([during, n]) => ({ labels: { ...labels(s.elector), during }, value: n })),
+        ),
+      ),
+      ...family(
+        "leasehold_elector_seconds_since_last_renewal",
+        "gauge",
+        "Seconds since the last successful renewal was sent, while leader.",
+        all
+          .filter((s) => s.elector.current.isLeader && s.lastSuccessAt !== undefined)
+          .map((s) => ({
+            labels: labels(s.elector),
+            value: ((this.clock.now() - (s.lastSuccessAt ?? 0)) / 1000).toFixed(3),
+          })),
+      ),
+      ...renderLaneMetrics([...lanes].map((l) => l.stats())),
+    ]);
   }
 }
