@@ -86,6 +86,16 @@ export interface FieldIssue {
   message: string;
 }
 
+/**
+ * Issues in one line, "path: what was expected; path: ..." (an issue without a path: its message
+ * alone): how every error message and problem detail lists them. With `max`, the first `max` and
+ * "and N more (see errors)".
+ */
+export function describeIssues(issues: readonly FieldIssue[], max = Number.POSITIVE_INFINITY): string {
+  const shown = issues.slice(0, max).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message));
+  return shown.join("; ") + (issues.length > max ? `; and ${issues.length - max} more (see errors)` : "");
+}
+
 /** Thrown when an option, a name, a holder or a record given to leasehold is invalid. Nothing was changed. */
 export class LeaseValidationError extends LeaseholdError {
   override name = "LeaseValidationError";
@@ -94,10 +104,7 @@ export class LeaseValidationError extends LeaseholdError {
     readonly issues: FieldIssue[],
     options?: { cause?: unknown },
   ) {
-    super(
-      `invalid ${what}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}`,
-      options,
-    );
+    super(`invalid ${what}: ${describeIssues(issues)}`, options);
   }
 }
 
@@ -130,9 +137,7 @@ export class LeaseCorruptError extends LeaseholdError {
     options?: { cause?: unknown },
   ) {
     super(
-      `lease "${lease}" holds a record leasehold cannot read (refusing to overwrite it): ${issues
-        .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
-        .join("; ")}`,
+      `lease "${lease}" holds a record leasehold cannot read (refusing to overwrite it): ${describeIssues(issues)}`,
       options,
     );
   }

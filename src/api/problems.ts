@@ -56,12 +56,6 @@ export class ProblemError extends Error {
   }
 }
 
-/** "term: expected ...; holder: expected ..." for a problem's detail (at most three fields). */
-export function describeIssues(errors: FieldIssue[]): string {
-  const shown = errors.slice(0, 3).map((e) => (e.path ? `${e.path}: ${e.message}` : e.message));
-  return shown.join("; ") + (errors.length > 3 ? `; and ${errors.length - 3} more (see errors)` : "");
-}
-
 /** Whatever a route threw, as the problem to answer: never a backend's message or a stack. */
 export function toProblem(error: unknown): ProblemError {
   if (error instanceof ProblemError) return error;

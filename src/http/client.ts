@@ -10,6 +10,7 @@
  * retry after it applied would answer 409 `bucket-not-held`.
  */
 import type { z } from "zod";
+import { describeIssues } from "../errors.js";
 import { LeaseholdApiError } from "./api-error.js";
 import {
   type HandoffConfirmation,
@@ -326,7 +327,7 @@ export class LeaseholdClient {
     } catch {
       problem = undefined;
     }
-    const fields = problem?.errors?.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    const fields = problem?.errors === undefined ? undefined : describeIssues(problem.errors);
     const retryAfter = /^\d{1,9}$/.test(res.headers.get("retry-after") ?? "")
       ? Number(res.headers.get("retry-after"))
       : undefined;

@@ -5,7 +5,8 @@
  * given (except for tokens, which are never echoed). Runtime-neutral.
  */
 import { z } from "zod";
-import { isLeaseValidationError, LeaseValidationError } from "../../errors.js";
+import { describeIssues, isLeaseValidationError, LeaseValidationError } from "../../errors.js";
+import { zodIssues } from "../../lease.js";
 import { parseStoreUrl, type StoreUrl } from "../../open-store.js";
 import { parseTokens, type TokenScope } from "../auth.js";
 import { type Bounds, expectation } from "../options.js";
@@ -77,8 +78,10 @@ export const envTokens = envField<TokenScope[]>((text) => {
     tokens = parseTokens(text);
   } catch (error) {
     if (!isLeaseValidationError(error)) throw error;
-    const where = (path: string) => (path === "" ? "" : `${path.replace(/^(\d+)/, "[$1]")}: `);
-    return { ok: false, message: error.issues.map((i) => `${where(i.path)}${i.message}`).join("; ") };
+    return {
+      ok: false,
+      message: describeIssues(error.issues.map((i) => ({ ...i, path: i.path.replace(/^(\d+)/, "[$1]") }))),
+    };
   }
   if (tokens.length === 0) return { ok: false, message: "expected at least one token, got []" };
   return { ok: true, value: tokens };
@@ -90,7 +93,7 @@ export const envStoreUrl = envField<StoreUrl & { url: string }>((text) => {
     return { ok: true, value: { ...parseStoreUrl(text), url: text } };
   } catch (error) {
     if (!isLeaseValidationError(error)) throw error;
-    return { ok: false, message: error.issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ") };
+    return { ok: false, message: describeIssues(error.issues) };
   }
 });
 
@@ -110,8 +113,5 @@ export const envSqlitePath = envField((text) => {
 export function readVariables<S extends z.ZodType>(what: string, schema: S, env: Env): z.output<S> {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
-  throw new LeaseValidationError(
-    what,
-    result.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
-  );
+  throw new LeaseValidationError(what, zodIssues(result.error));
 }
