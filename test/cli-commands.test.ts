@@ -169,7 +169,8 @@ describe("status", () => {
     const held = views[1]!;
     expect(held.expiresInMs).toBeGreaterThan(0);
     expect(held.expiresInMs).toBeLessThanOrEqual(60_000);
-    expect(views[0]!.expiresAt).toBeNull();
+    expect(views[0]!.expiresInMs).toBeNull();
+    expect(held.expiresAt).toBe((held.renewedAt as number) + (held.leaseMs as number));
   });
 
   it("a table by default", async () => {

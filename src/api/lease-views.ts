@@ -10,8 +10,9 @@
  */
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
+import { leaseView } from "../http/lease-view.js";
 import type { LeaseView } from "../http/schemas.js";
-import { callerMetadata, type LeaseRecord, type LeaseStore, type Stored } from "../lease.js";
+import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { memberName } from "../sharding/layout.js";
 import { boundSession, boundState } from "./bound-leases.js";
 import { type BucketState, GroupRecords, groupShape } from "./group-records.js";
@@ -19,19 +20,7 @@ import { ProblemError } from "./problems.js";
 
 /** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no reserved key. */
 export function toView(stored: Stored, held?: BucketState): LeaseView {
-  const r = stored.record;
-  return {
-    name: r.name,
-    holder: r.holder,
-    term: r.term,
-    leaseMs: r.leaseMs,
-    acquiredAt: r.acquiredAt,
-    renewedAt: r.renewedAt,
-    expiresAt: held?.expiresAt ?? r.renewedAt + r.leaseMs,
-    metadata: callerMetadata(r.metadata),
-    writeId: r.writeId,
-    revision: stored.revision,
-  };
+  return leaseView(stored, held?.expiresAt);
 }
 
 /**

@@ -33,6 +33,7 @@ import {
   Problem,
   type ProblemView,
   type RecordWrite,
+  type WatchEventView,
 } from "./schemas.js";
 import { readSse } from "./sse.js";
 
@@ -53,12 +54,6 @@ export interface ClientOptions {
    * UUID per client, so use one client per process (or pass the same instance to each).
    */
   instance?: string;
-}
-
-export interface WatchEvent {
-  lease: LeaseView | null;
-  /** Released, never created, or expired by the server's rule: a candidate may acquire it now. */
-  free: boolean;
 }
 
 /** A watch that lost its connection reconnects this many times in a row before it gives up. */
@@ -254,7 +249,7 @@ export class LeaseholdClient {
    * server ends on purpose (an "end" event: a Lambda invocation's deadline) is resumed at once and
    * never counts as a failure. An HTTP error answer (401, 403, 404, 501, ...) throws at once.
    */
-  async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEvent> {
+  async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEventView> {
     let lastEventId: string | undefined;
     for (let failures = 0; ; ) {
       let res: Response;

@@ -4,7 +4,7 @@
  * The `LeaseStore` over the API is `leasehold/stores/http`; the server is `leasehold/api`.
  * Runtime-neutral (fetch only).
  */
-export { type ClientOptions, LeaseholdClient, type WatchEvent } from "./client.js";
+export { type ClientOptions, LeaseholdClient } from "./client.js";
 export {
   AcquireBody,
   AskedHandoff,
@@ -33,5 +33,7 @@ export {
   RecordBody,
   type RecordWrite,
   TermBody,
+  WatchEvent,
+  type WatchEventView,
 } from "./schemas.js";
 export { readSse, type SseMessage } from "./sse.js";
