@@ -66,3 +66,6 @@ export interface Backend<Spec extends { kind: string } = { kind: string }> {
   /** Opens the store a parsed URL names, from its loaded module. */
   open(spec: Spec, context: OpenContext): LeaseStore;
 }
+
+/** A store module as `open` receives it (`OpenContext.module`): its store class under `Name`. */
+export type StoreModule<Name extends string, Options> = { [K in Name]: new (options: Options) => LeaseStore };

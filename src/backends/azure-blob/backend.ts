@@ -6,8 +6,7 @@
  */
 import type { AnonymousCredential, ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import { objectStoreFields } from "../object-store/fields.js";
 import * as parts from "../url.js";
 
@@ -144,10 +143,6 @@ export interface AzureBlobUrl {
   endpoint?: string;
 }
 
-interface AzureBlobModule {
-  AzureBlobStore: new (options: AzureBlobStoreOptions) => LeaseStore;
-}
-
 export const azureBlobBackend: Backend<AzureBlobUrl> = {
   kind: "azure-blob",
   schemes: ["azblob"],
@@ -188,7 +183,7 @@ export const azureBlobBackend: Backend<AzureBlobUrl> = {
   },
   module: "./backends/azure-blob/store.js",
   open(spec, { env, client, module }) {
-    const { AzureBlobStore } = module as AzureBlobModule;
+    const { AzureBlobStore } = module as StoreModule<"AzureBlobStore", AzureBlobStoreOptions>;
     const base = parts.defined({ prefix: spec.prefix });
     if (client !== undefined) return new AzureBlobStore({ container: client as ContainerClient, ...base });
     return new AzureBlobStore({ container: spec.container, ...base, ...credentialsFrom(spec, env) });

@@ -6,8 +6,7 @@
  * The store is ./store.ts, the objects ./object.ts. Runtime-neutral, no SDK.
  */
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import * as parts from "../url.js";
 import { type LeaseNamespace, MAX_INDEX_PAGE } from "./wire.js";
 
@@ -50,10 +49,6 @@ const bindingName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, { error: "expected a binding name such as LEASES" });
 
-interface DurableObjectModule {
-  DurableObjectStore: new (options: DurableObjectStoreOptions) => LeaseStore;
-}
-
 const WORKERS_ONLY = "Durable Objects are reached through a Worker's namespace binding, inside Cloudflare Workers";
 
 export const durableObjectBackend: Backend<DurableObjectUrl> = {
@@ -75,7 +70,7 @@ export const durableObjectBackend: Backend<DurableObjectUrl> = {
         `expected the namespace binding ${spec.binding} as the client (openStore(url, { client: env.${spec.binding} }))`,
       );
     }
-    const { DurableObjectStore } = module as DurableObjectModule;
+    const { DurableObjectStore } = module as StoreModule<"DurableObjectStore", DurableObjectStoreOptions>;
     return new DurableObjectStore({ namespace: client as LeaseNamespace });
   },
 };

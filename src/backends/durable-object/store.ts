@@ -14,19 +14,8 @@
  */
 
 import { LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../../errors.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  parseRecord,
-  type Revision,
-  type Stored,
-  validate,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { parseRecord, validate, validateName, validatePrefix, validateRecord } from "../../lease.js";
 import { parseRevision } from "../revision.js";
 import { type DurableObjectStoreOptions, durableObjectOptionsSchema } from "./backend.js";
 import {

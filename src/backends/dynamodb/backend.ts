@@ -6,9 +6,8 @@
 import type { DynamoDBClient, DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import type { FieldIssue } from "../../errors.js";
-import type { LeaseStore } from "../../lease.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "../aws.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import * as parts from "../url.js";
 
 export const DEFAULT_TTL_GRACE_SECONDS = 7 * 24 * 3600;
@@ -100,10 +99,6 @@ export interface DynamoDbUrl {
   ttlAttribute?: string;
 }
 
-interface DynamoDbModule {
-  DynamoDbStore: new (options: DynamoDbStoreOptions) => LeaseStore;
-}
-
 export const dynamoDbBackend: Backend<DynamoDbUrl> = {
   kind: "dynamodb",
   schemes: ["dynamodb"],
@@ -166,7 +161,7 @@ export const dynamoDbBackend: Backend<DynamoDbUrl> = {
       partitionKey: spec.partitionKey,
       ttlAttribute: spec.ttlAttribute,
     });
-    const { DynamoDbStore } = module as DynamoDbModule;
+    const { DynamoDbStore } = module as StoreModule<"DynamoDbStore", DynamoDbStoreOptions>;
     if (client !== undefined)
       return new DynamoDbStore({ table: spec.table, ...table, client: client as DynamoDBClient });
     const region = regionOf(spec.region, env);

@@ -64,19 +64,8 @@ import {
   LeaseCorruptError,
   LeaseStoreError,
 } from "../../errors.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  parseRecord,
-  type Revision,
-  type Stored,
-  validate,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { parseRecord, validate, validateName, validatePrefix, validateRecord } from "../../lease.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import {

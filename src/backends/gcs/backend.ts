@@ -6,8 +6,7 @@
  */
 import type { Bucket, Storage } from "@google-cloud/storage";
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
-import type { Backend, StoreLimits } from "../backend.js";
+import type { Backend, StoreLimits, StoreModule } from "../backend.js";
 import { objectStoreFields } from "../object-store/fields.js";
 import * as parts from "../url.js";
 
@@ -66,10 +65,6 @@ export interface GcsUrl {
   projectId?: string;
 }
 
-interface GcsModule {
-  GcsStore: new (options: GcsStoreOptions) => LeaseStore;
-}
-
 /** GCS allows about one write per second to one object name; faster writes get 429. */
 export const GCS_LIMITS: StoreLimits = {
   minWriteIntervalMs: 1000,
@@ -109,7 +104,7 @@ export const gcsBackend: Backend<GcsUrl> = {
   module: "./backends/gcs/store.js",
   open(spec, { env, client, module }) {
     const projectId = spec.projectId ?? (env.GOOGLE_CLOUD_PROJECT || undefined);
-    const { GcsStore } = module as GcsModule;
+    const { GcsStore } = module as StoreModule<"GcsStore", GcsStoreOptions>;
     return new GcsStore({
       bucket: spec.bucket,
       ...parts.defined({ prefix: spec.prefix }),

@@ -5,17 +5,12 @@
  * Runtime-neutral.
  */
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import * as parts from "../url.js";
 
 export interface HttpUrl {
   kind: "http";
   baseUrl: string;
-}
-
-interface HttpModule {
-  HttpStore: new (options: { baseUrl: string; token?: string }) => LeaseStore;
 }
 
 export const httpBackend: Backend<HttpUrl> = {
@@ -48,7 +43,7 @@ export const httpBackend: Backend<HttpUrl> = {
   module: "./backends/http/store.js",
   open(spec, { env, module }) {
     const token = env.LEASEHOLD_TOKEN;
-    const { HttpStore } = module as HttpModule;
+    const { HttpStore } = module as StoreModule<"HttpStore", { baseUrl: string; token?: string }>;
     return new HttpStore({ baseUrl: spec.baseUrl, ...(token === undefined || token === "" ? {} : { token }) });
   },
 };

@@ -26,17 +26,8 @@ import { isLeaseholdApiError } from "../../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../../http/client.js";
 import { escapeReserved, unescapeReserved } from "../../http/proxied.js";
 import type { LeaseView } from "../../http/schemas.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  type Revision,
-  type Stored,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { validateName, validatePrefix, validateRecord } from "../../lease.js";
 
 export type HttpStoreOptions = ClientOptions;
 

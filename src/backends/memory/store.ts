@@ -4,17 +4,8 @@
  */
 
 import { LeaseConflictError } from "../../errors.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  type Revision,
-  type Stored,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { validateName, validatePrefix, validateRecord } from "../../lease.js";
 import { parseRevision } from "../revision.js";
 
 interface Entry {

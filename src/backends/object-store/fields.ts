@@ -9,6 +9,9 @@ import { OBJECT_PREFIX_PATTERN } from "./keys.js";
 export const DEFAULT_OBJECT_PREFIX = "leases/";
 export const DEFAULT_OBJECT_TIMEOUT_MS = 10_000;
 
+const POSITIVE_MS = "expected a positive number of milliseconds";
+const milliseconds = z.number({ error: POSITIVE_MS }).finite({ error: POSITIVE_MS }).positive({ error: POSITIVE_MS });
+
 /** The options every object store shares, as zod fields for each store's own schema. */
 export const objectStoreFields = {
   /** Key prefix for every lease; default "leases/". Objects are `<prefix><name>.json`. */
@@ -17,9 +20,5 @@ export const objectStoreFields = {
     .regex(OBJECT_PREFIX_PATTERN, { error: "expected at most 512 printable ASCII characters without spaces" })
     .optional(),
   /** Per-request timeout in ms for the client the store creates (a write that times out is ambiguous). */
-  timeoutMs: z
-    .number({ error: "expected a positive number of milliseconds" })
-    .finite({ error: "expected a positive number of milliseconds" })
-    .positive({ error: "expected a positive number of milliseconds" })
-    .optional(),
+  timeoutMs: milliseconds.optional(),
 };

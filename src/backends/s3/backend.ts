@@ -5,9 +5,8 @@
  */
 import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
 import { awsClientFields, awsRegion, ownClientOnly, regionOf } from "../aws.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import { objectStoreFields } from "../object-store/fields.js";
 import * as parts from "../url.js";
 
@@ -62,10 +61,6 @@ export interface S3Url {
   forcePathStyle?: boolean;
 }
 
-interface S3Module {
-  S3Store: new (options: S3StoreOptions) => LeaseStore;
-}
-
 export const s3Backend: Backend<S3Url> = {
   kind: "s3",
   schemes: ["s3"],
@@ -110,7 +105,7 @@ export const s3Backend: Backend<S3Url> = {
             ...parts.defined({ endpoint: spec.endpoint, forcePathStyle: spec.forcePathStyle }),
           }
         : { client: client as S3Client };
-    const { S3Store } = module as S3Module;
+    const { S3Store } = module as StoreModule<"S3Store", S3StoreOptions>;
     return new S3Store({ ...location, ...settings });
   },
 };

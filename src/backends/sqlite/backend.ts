@@ -4,8 +4,7 @@
  * file system. The store is src/backends/sqlite/store.ts. Runtime-neutral.
  */
 import { z } from "zod";
-import type { LeaseStore } from "../../lease.js";
-import type { Backend } from "../backend.js";
+import type { Backend, StoreModule } from "../backend.js";
 import * as parts from "../url.js";
 
 export interface SqliteStoreOptions {
@@ -54,10 +53,6 @@ export interface SqliteUrl {
   path: string;
 }
 
-interface SqliteModule {
-  SqliteStore: new (options: SqliteStoreOptions) => LeaseStore;
-}
-
 const PER_INSTANCE = "each instance would have its own file, so two instances could elect two leaders";
 
 export const sqliteBackend: Backend<SqliteUrl> = {
@@ -81,7 +76,7 @@ export const sqliteBackend: Backend<SqliteUrl> = {
   },
   module: "./backends/sqlite/store.js",
   open(spec, { create, module }) {
-    const { SqliteStore } = module as SqliteModule;
+    const { SqliteStore } = module as StoreModule<"SqliteStore", SqliteStoreOptions>;
     return new SqliteStore({ path: spec.path, ...(create ? {} : { create: false }) });
   },
 };

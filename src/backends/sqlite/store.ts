@@ -19,20 +19,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../../errors.js";
-import {
-  type CallOptions,
-  type LeaseRecord,
-  type LeaseStore,
-  type ListOptions,
-  parseRecord,
-  prefixUpperBound,
-  type Revision,
-  type Stored,
-  validate,
-  validateName,
-  validatePrefix,
-  validateRecord,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import { parseRecord, prefixUpperBound, validate, validateName, validatePrefix, validateRecord } from "../../lease.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import { type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
