@@ -4,6 +4,7 @@
  * The `LeaseStore` over the API is `leasehold/stores/http`; the server is `leasehold/api`.
  * Runtime-neutral (fetch only).
  */
+export { isLeaseholdApiError, LeaseholdApiError } from "./api-error.js";
 export { type ClientOptions, LeaseholdClient } from "./client.js";
 export {
   AcquireBody,

@@ -10,7 +10,8 @@
  * the server's thread), "full-inline" that store with FULL (the SqliteBaseline settings).
  */
 
-import { type SqliteBaseline, SqliteStore } from "../../src/backends/sqlite/store.js";
+import type { SqliteBaseline } from "../../src/backends/sqlite/backend.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { serve } from "../../src/runtime/node.js";
 
 const BASELINES: Record<string, SqliteBaseline> = {

@@ -29,14 +29,8 @@ import {
 
 export type { DurableObjectStoreOptions } from "./backend.js";
 export { LeaseObject } from "./object.js";
-export {
-  type DurableObjectStateLike,
-  type DurableObjectStorageLike,
-  type DurableObjectStubLike,
-  INDEX_OBJECT,
-  type LeaseNamespace,
-  type WorkerWebSocket,
-} from "./wire.js";
+/** The namespace binding's type, to declare a Worker's `env.LEASES`. */
+export type { LeaseNamespace } from "./wire.js";
 
 export class DurableObjectStore implements LeaseStore {
   private readonly namespace: LeaseNamespace;

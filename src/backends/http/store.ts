@@ -30,6 +30,8 @@ import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Store
 import { validateName, validatePrefix, validateRecord } from "../../lease.js";
 
 export type HttpStoreOptions = ClientOptions;
+/** What this store throws beside the contract's errors: the API's holding and term rules. */
+export { isLeaseStillHeldError, isLeaseTermRuleError, LeaseStillHeldError, LeaseTermRuleError } from "../../errors.js";
 
 export function fromView(view: LeaseView): Stored {
   const { expiresAt: _expiresAt, revision, metadata, ...record } = view;

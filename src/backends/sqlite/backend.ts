@@ -26,6 +26,17 @@ export interface SqliteStoreOptions {
   synchronous?: "FULL" | "EXTRA";
 }
 
+/**
+ * Baselines for the benchmark and the power-loss test's control, not for use: "NORMAL" loses
+ * acknowledged writes on power loss, and `inline` commits each write alone on the caller's thread.
+ * Not exported by the package entry.
+ * @internal
+ */
+export interface SqliteBaseline {
+  synchronous?: "NORMAL" | "FULL" | "EXTRA";
+  inline?: boolean;
+}
+
 export const sqliteOptionsSchema = z.strictObject(
   {
     path: z

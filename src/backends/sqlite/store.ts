@@ -23,14 +23,13 @@ import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Store
 import { parseRecord, prefixUpperBound, validate, validateName, validatePrefix, validateRecord } from "../../lease.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
-import { type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
+import { type SqliteBaseline, type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
 import {
   type DatabaseSettings,
   openDatabase,
   prepareStatements,
   type Row,
   type Statements,
-  type Synchronous,
   type WriteRequest,
   type WriteResult,
 } from "./commit.js";
@@ -39,16 +38,6 @@ import { attachWriter } from "./writer.js";
 const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
 
 export type { SqliteStoreOptions } from "./backend.js";
-
-/**
- * Baselines for the benchmark and the power-loss test's control, not for use: "NORMAL" loses
- * acknowledged writes on power loss, and `inline` commits each write alone on the caller's thread.
- * @internal
- */
-export interface SqliteBaseline {
-  synchronous?: Synchronous;
-  inline?: boolean;
-}
 
 const PAGE = 200;
 
@@ -65,6 +54,9 @@ export class SqliteStore implements LeaseStore {
   /** Writes not answered yet: `close` waits for them. */
   private readonly inFlight = new Set<Promise<unknown>>();
 
+  constructor(options: SqliteStoreOptions);
+  /** @internal A baseline for the benchmark and the power-loss test's control, never for use. */
+  constructor(options: SqliteStoreOptions, baseline: SqliteBaseline);
   constructor(options: SqliteStoreOptions, baseline: SqliteBaseline = {}) {
     // Checked before anything touches the disk: a rejected option creates no folder and no file.
     const o = validate("SqliteStore options", sqliteOptionsSchema, options);
