@@ -8,6 +8,7 @@
  * byte at all (not even the server's keep-alive comment) for `staleMs`: the connection is then
  * dropped and made again, since a proxy or a sleeping laptop can leave a dead one looking open.
  */
+import { systemClock } from "../src/clock.js";
 import { readSse, type SseMessage } from "../src/http/sse.js";
 
 export type Connection =
@@ -40,20 +41,6 @@ export async function problemDetail(res: Response): Promise<string> {
     // not a problem document
   }
   return `${res.status} ${res.statusText}`.trim();
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
 
 /** Follows `options.url` until the returned function is called. */
@@ -128,6 +115,8 @@ async function run(o: FollowOptions, stopped: AbortSignal): Promise<void> {
     lostAt ??= Date.now();
     const delay = Math.min(5000, 500 * 2 ** attempt++);
     o.onConnection({ state: "disconnected", since: lostAt, retryAt: Date.now() + delay, why });
-    await pause(delay, stopped);
+    // The library's sleep, which takes its abort listener off again when the pause ends: the
+    // stream's long-lived signal would otherwise gather one per reconnect.
+    await systemClock.sleep(delay, stopped);
   }
 }
