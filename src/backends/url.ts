@@ -92,7 +92,5 @@ export function check(schema: z.ZodType, value: unknown, part: string, got = val
   }
 }
 
-/** Copies the defined entries of `values`: the specs leave out what the URL did not say. */
-export function defined<T extends Record<string, unknown>>(values: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as never;
-}
+/** The specs leave out what the URL did not say (src/defined.ts). */
+export { defined } from "../defined.js";

@@ -7,6 +7,7 @@
 
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { defined } from "../defined.js";
 import {
   isLeaseCorruptError,
   isLeaseStoreError,
@@ -106,12 +107,14 @@ Examples:
             lease: opts.lease,
             once: opts.once === true,
             command,
-            ...(opts.identity === undefined ? {} : { identity: opts.identity }),
-            ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
-            ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs }),
-            ...(opts.retryMs === undefined ? {} : { retryMs: opts.retryMs }),
-            ...(opts.pollMs === undefined ? {} : { pollMs: opts.pollMs }),
-            ...(opts.graceMs === undefined ? {} : { graceMs: opts.graceMs }),
+            ...defined({
+              identity: opts.identity,
+              leaseMs: opts.leaseMs,
+              renewMs: opts.renewMs,
+              retryMs: opts.retryMs,
+              pollMs: opts.pollMs,
+              graceMs: opts.graceMs,
+            }),
           },
           io,
         ),
@@ -229,9 +232,7 @@ LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`
         await serveCommand(
           {
             flags: {
-              ...(opts.store === undefined ? {} : { store: opts.store }),
-              ...(opts.host === undefined ? {} : { host: opts.host }),
-              ...(opts.port === undefined ? {} : { port: opts.port }),
+              ...defined({ store: opts.store, host: opts.host, port: opts.port }),
               ...(opts.insecureNoAuth === true ? { insecureNoAuth: true } : {}),
             },
             json: opts.json === true,

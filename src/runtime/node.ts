@@ -21,6 +21,7 @@ import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
 import { ProblemError, problemAnswer } from "../api/problems.js";
 import type { Clock } from "../clock.js";
+import { defined } from "../defined.js";
 import { LeaseValidationError } from "../errors.js";
 import type { ProblemKind } from "../http/problem-kinds.js";
 import type { LeaseStore } from "../lease.js";
@@ -80,15 +81,17 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
   const app = createApp({
     store: options.store,
     auth: authConfig(auth),
-    ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
-    ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
-    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
-    ...(options.clock === undefined ? {} : { clock: options.clock }),
-    ...(options.log === undefined ? {} : { log: options.log }),
-    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...defined({
+      maxSkewMs: options.maxSkewMs,
+      watchPollMs: options.watchPollMs,
+      heartbeatMs: options.heartbeatMs,
+      clock: options.clock,
+      log: options.log,
+      limits: options.limits,
+    }),
     // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
     ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
-    ...(options.console === undefined ? {} : { console: options.console }),
+    ...defined({ console: options.console }),
     ...(admission ? { admission } : {}),
   });
   const bounds = { ...defaultListener(), ...options.listener };
