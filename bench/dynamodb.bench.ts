@@ -7,10 +7,10 @@
  *   DynamoDbStore.put that conflicts (dynalite omits ALL_OLD's item, so one GetItem follows).
  */
 import { type AttributeValue, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
 import { Elector } from "../src/elector.js";
 import { LeaseConflictError } from "../src/errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
-import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../test/support/dynamo-server.js";
 import { benchRecord } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";

@@ -12,10 +12,11 @@
  * The bound: a follower that waits out the lease on its own clock cannot lead sooner than leaseMs
  * after the last renewal it saw, so "last write -> new leader" is >= leaseMs for both algorithms.
  */
+
+import { HttpStore } from "../src/backends/http/store.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { serve } from "../src/runtime/node.js";
-import { HttpStore } from "../src/stores/http.js";
-import { MemoryStore } from "../src/stores/memory.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import type { Algorithm } from "./support/common.js";
 import { machineLoad, QUICK, tempDir } from "./support/common.js";
 import { type PairSample, type PairSpec, runPairRound } from "./support/pairs.js";

@@ -15,8 +15,9 @@
  * "After" variants: add a contender to `contenders()` (e.g. the Elector with new options); every
  * row of a run meets the same dynalite and the same load.
  */
+
+import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
 import { Elector, type ElectorOptions } from "../src/elector.js";
-import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { DynamoProxy } from "../test/support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient } from "../test/support/dynamo-server.js";
 import { ms, ns } from "../test/support/process-cluster.js";

@@ -6,8 +6,8 @@
  * back; on real GCS the network round trip dominates all of these.
  */
 import { Storage } from "@google-cloud/storage";
+import { GcsStore } from "../src/backends/gcs/store.js";
 import { newWriteId, type Stored } from "../src/lease.js";
-import { GcsStore } from "../src/stores/gcs.js";
 import { startFakeGcs } from "../test/servers/fake-gcs.server.js";
 import { benchRecord } from "./support/common.js";
 import { median, quantile, type Table, timeCalls } from "./table.js";

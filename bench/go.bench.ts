@@ -13,8 +13,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { HttpStore } from "../src/backends/http/store.js";
 import { Elector } from "../src/elector.js";
-import { HttpStore } from "../src/stores/http.js";
 import { buildGoPrograms } from "../test/support/go-module.js";
 import { Cluster, ms, ns, startServeProcess } from "../test/support/process-cluster.js";
 import { machineLoad, QUICK, randomBetween, sleep } from "./support/common.js";

@@ -28,12 +28,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { HttpStore } from "../src/backends/http/store.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import type { BoundElector } from "../src/bound/bound-elector.js";
 import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
-import { HttpStore } from "../src/stores/http.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { machineLoad, QUICK, randomBetween, sleep, tempDir, within } from "./support/common.js";
 import { etcdHandoverHops } from "./support/etcd-handover.js";

@@ -8,11 +8,12 @@
  * - etcd's election (etcd-server on 127.0.0.1, `etcd3` client): campaign / resign.
  * leaseMs 15 s with default settings (retryMs 2 s), as a user would run them.
  */
+
+import { HttpStore } from "../src/backends/http/store.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { LeaseStore } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
-import { HttpStore } from "../src/stores/http.js";
-import { MemoryStore } from "../src/stores/memory.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { defaultRetryMs, machineLoad, QUICK, tempDir } from "./support/common.js";
 import { etcdHandovers } from "./support/etcd-handover.js";
 import { startEtcd } from "./support/etcd-server.js";

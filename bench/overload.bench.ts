@@ -19,12 +19,12 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
+import { HttpStore } from "../src/backends/http/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { BoundElector } from "../src/bound/bound-elector.js";
 import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
 import type { LeaseStore } from "../src/lease.js";
-import { HttpStore } from "../src/stores/http.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { startServeProcess } from "../test/support/process-cluster.js";
 import { machineLoad, QUICK, sleep, tempDir, within } from "./support/common.js";
 import { eventLoopDelay, type Hogs, type LoopDelay, processCpuMs, startCpuHogs } from "./support/load.js";

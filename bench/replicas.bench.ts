@@ -17,9 +17,9 @@
 import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { HttpStore } from "../src/backends/http/store.js";
 import { Elector } from "../src/elector.js";
 import { LeaseholdClient } from "../src/http/client.js";
-import { HttpStore } from "../src/stores/http.js";
 import { createLeaseTable, dynamoClient } from "../test/support/dynamo-server.js";
 import { type Replica, startReplica } from "../test/support/replicas.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";

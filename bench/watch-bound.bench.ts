@@ -6,8 +6,9 @@
  * what the server still holds (its gauges). Before the bound, 2,000 streams from one token cost
  * +120 MB RSS and 2,000 store reads per second (issue #20).
  */
+
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { serve } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { machineLoad, QUICK, sleep } from "./support/common.js";
 import type { Table } from "./table.js";
 

@@ -1,5 +1,5 @@
 // The README's sharding example, kept here so the typecheck proves it compiles.
-import { bucketOf, runSharded } from "leasehold";
+import { bucketOf, runSharded } from "leasehold/sharding";
 import { SqliteStore } from "leasehold/stores/sqlite";
 
 // Your code: where events come from and where their results go.

@@ -86,6 +86,16 @@ export interface FieldIssue {
   message: string;
 }
 
+/**
+ * Issues in one line, "path: what was expected; path: ..." (an issue without a path: its message
+ * alone): how every error message and problem detail lists them. With `max`, the first `max` and
+ * "and N more (see errors)".
+ */
+export function describeIssues(issues: readonly FieldIssue[], max = Number.POSITIVE_INFINITY): string {
+  const shown = issues.slice(0, max).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message));
+  return shown.join("; ") + (issues.length > max ? `; and ${issues.length - max} more (see errors)` : "");
+}
+
 /** Thrown when an option, a name, a holder or a record given to leasehold is invalid. Nothing was changed. */
 export class LeaseValidationError extends LeaseholdError {
   override name = "LeaseValidationError";
@@ -94,17 +104,15 @@ export class LeaseValidationError extends LeaseholdError {
     readonly issues: FieldIssue[],
     options?: { cause?: unknown },
   ) {
-    super(
-      `invalid ${what}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}`,
-      options,
-    );
+    super(`invalid ${what}: ${describeIssues(issues)}`, options);
   }
 }
 
 /**
- * Thrown when a write would break one of the record's invariants across revisions (a term that
- * goes down or skips, a new holder without term + 1, a release that changes the term): the HTTP
- * API refuses such a write whatever the token allows (src/term-rules.ts). Nothing was changed.
+ * Thrown by the HTTP store when the API refused a write that would break one of the record's
+ * invariants across revisions (a term that goes down or skips, a new holder without term + 1, a
+ * release that changes the term): the API refuses such a write whatever the token allows
+ * (src/term-rules.ts); `rule` names the one broken. Nothing was changed.
  */
 export class LeaseTermRuleError extends LeaseValidationError {
   override name = "LeaseTermRuleError";
@@ -130,9 +138,7 @@ export class LeaseCorruptError extends LeaseholdError {
     options?: { cause?: unknown },
   ) {
     super(
-      `lease "${lease}" holds a record leasehold cannot read (refusing to overwrite it): ${issues
-        .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
-        .join("; ")}`,
+      `lease "${lease}" holds a record leasehold cannot read (refusing to overwrite it): ${describeIssues(issues)}`,
       options,
     );
   }
@@ -156,11 +162,7 @@ export class LeadershipLostError extends LeaseholdError {
 }
 
 /**
- * The abort reason of a bucket's signal in a sharded group, and what a bucket context's
- * `assertLeader()` throws. It is a `LeadershipLostError`, so code written for `runAsLeader`
- * catches it unchanged; `revoked` says why this member stopped working on the bucket.
- */
-/**
+ * Why a member stopped working on a bucket:
  * - `handoff`: given to the member the assignment names (it asked for it).
  * - `session-expired`: this member's session window closed unrenewed (a pause, an unreachable store).
  * - `session-fenced`: another member ended this member's session after it expired by their clock.
@@ -177,6 +179,11 @@ const LEADERSHIP_REASON = {
   stopping: "stopping",
 } as const satisfies Record<RevokeReason, LeadershipLostError["reason"]>;
 
+/**
+ * The abort reason of a bucket's signal in a sharded group, and what a bucket context's
+ * `assertLeader()` throws. It is a `LeadershipLostError`, so code written for `runAsLeader`
+ * catches it unchanged; `revoked` says why this member stopped working on the bucket.
+ */
 export class BucketLostError extends LeadershipLostError {
   override name = "BucketLostError";
   constructor(
@@ -190,8 +197,9 @@ export class BucketLostError extends LeadershipLostError {
 }
 
 /**
- * Thrown by `openStore` when the URL is fine but this build has no module for its backend, or the
- * backend's SDK (an optional peer dependency) is not installed: the message names the package.
+ * Thrown when a store cannot be opened in this install: by `openStore` when the URL is fine but
+ * this build has no module for its backend, and by a store on first use when its backend's SDK (an
+ * optional peer dependency) is not installed: the message names the package to install.
  */
 export class StoreUnavailableError extends LeaseholdError {
   override name = "StoreUnavailableError";

@@ -1,6 +1,7 @@
 /**
- * The registry of backends (each declares itself in src/backends/: its URL scheme, options,
- * runtimes, limits), and the one place a store is chosen and opened, for the CLI, `npm start`,
+ * Choosing among the backends (each declares itself in its folder under src/backends/, listed in
+ * src/backends/registry.ts: its URL scheme, options, runtimes, limits), and the one place a store
+ * is opened, for the CLI, `npm start`,
  * `leasehold serve`, the Lambda handler and the Worker:
  *
  *   sqlite:./data/leasehold.db   sqlite:/abs/path.db   sqlite::memory:
@@ -10,44 +11,37 @@
  *   s3://BUCKET/PREFIX?region=eu-west-1&endpoint=http://127.0.0.1:7070&pathStyle=true
  *   azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=http://127.0.0.1:10000/ACCOUNT
  *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
+ *   durable-object:LEASES                 (on the Worker: its namespace binding, passed as the client)
  *
  * `parseStoreUrl` is pure: it only describes the URL. `openStore` loads the one backend module the
  * URL names, through a computed import, so bundlers (wrangler/esbuild for Workers) do not pull
  * Node-only stores into the core bundle. Runtime-neutral: the environment is passed in, never read
  * from globals.
  */
-import { type AzureBlobUrl, azureBlobBackend } from "./backends/azure-blob.js";
 import type { Backend, Runtime } from "./backends/backend.js";
-import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb.js";
-import { type GcsUrl, gcsBackend } from "./backends/gcs.js";
-import { type HttpUrl, httpBackend } from "./backends/http.js";
-import { type MemoryUrl, memoryBackend } from "./backends/memory.js";
-import { type S3Url, s3Backend } from "./backends/s3.js";
-import { type SqliteUrl, sqliteBackend } from "./backends/sqlite.js";
-import { invalid, setForms } from "./backends/url.js";
-import { LeaseValidationError, StoreUnavailableError } from "./errors.js";
+import * as registry from "./backends/registry.js";
+import { invalid } from "./backends/url.js";
+import { isLeaseValidationError, LeaseValidationError, StoreUnavailableError } from "./errors.js";
 import type { LeaseStore } from "./lease.js";
 
 export type { Runtime } from "./backends/backend.js";
 
-/** What a store URL says, per backend. */
-export type StoreUrl = MemoryUrl | SqliteUrl | DynamoDbUrl | GcsUrl | S3Url | AzureBlobUrl | HttpUrl;
+type SpecOf<B> = B extends Backend<infer Spec> ? Spec : never;
+
+/** What a store URL says, per backend: derived from the registry (src/backends/registry.ts). */
+export type StoreUrl = SpecOf<(typeof registry)[keyof typeof registry]>;
 export type StoreKind = StoreUrl["kind"];
 
-/** The registry: every backend a URL can name. */
-export const BACKENDS: readonly Backend<StoreUrl>[] = [
-  sqliteBackend,
-  memoryBackend,
-  dynamoDbBackend,
-  gcsBackend,
-  s3Backend,
-  azureBlobBackend,
-  httpBackend,
-] as Backend<StoreUrl>[];
+/** Every backend a URL can name (src/backends/registry.ts). */
+export const BACKENDS: readonly Backend<StoreUrl>[] = Object.values(registry) as Backend<StoreUrl>[];
 
 /** Every accepted form, for error messages and help text. */
 export const STORE_URL_FORMS: readonly string[] = BACKENDS.flatMap((b) => b.forms);
-setForms(STORE_URL_FORMS);
+
+/** The forms of the backends that run on `runtime`, for that runtime's help text. */
+export function storeUrlFormsOn(runtime: Runtime): string[] {
+  return BACKENDS.filter((b) => b.runtimes[runtime] === true).flatMap((b) => b.forms);
+}
 
 export function backendOf(kind: StoreKind): Backend<StoreUrl> {
   return BACKENDS.find((b) => b.kind === kind)!;
@@ -69,20 +63,44 @@ export interface OpenStoreOptions {
   /**
    * A client of the backend's SDK to use instead of one built from the URL and the environment
    * (an `S3Client`, a GCS `Storage`, an Azure `ContainerClient`, a `DynamoDBClient`); the URL
-   * still names the bucket, table or container. The store never closes it.
+   * still names the bucket, table or container. The store never closes it. For
+   * `durable-object:BINDING`, the Worker's namespace binding.
    */
   client?: unknown;
+  /**
+   * The backend's store module, already loaded: a bundled program (the Worker) imports it with a
+   * literal specifier its bundler can follow. Default: loaded here by a computed import, which
+   * bundlers leave out, so one backend's SDK never lands in another's bundle.
+   */
+  module?: unknown;
 }
 
 /** Describes a store URL without opening anything; throws `LeaseValidationError` naming the wrong part. */
 export function parseStoreUrl(url: string): StoreUrl {
-  if (typeof url !== "string" || url.trim() === "") throw invalid("URL", "expected a non-empty string");
-  const colon = url.indexOf(":");
-  if (colon <= 0) throw invalid("scheme", `expected a URL starting with a scheme such as "sqlite:"`);
-  const scheme = url.slice(0, colon).toLowerCase();
-  const backend = BACKENDS.find((b) => b.schemes.includes(scheme));
-  if (!backend) throw invalid("scheme", `unknown scheme "${url.slice(0, colon)}:"`);
-  return backend.parse(url);
+  return listingForms(() => {
+    if (typeof url !== "string" || url.trim() === "") throw invalid("URL", "expected a non-empty string");
+    const colon = url.indexOf(":");
+    if (colon <= 0) throw invalid("scheme", `expected a URL starting with a scheme such as "sqlite:"`);
+    const scheme = url.slice(0, colon).toLowerCase();
+    const backend = BACKENDS.find((b) => b.schemes.includes(scheme));
+    if (!backend) throw invalid("scheme", `unknown scheme "${url.slice(0, colon)}:"`);
+    return backend.parse(url);
+  });
+}
+
+/** Runs a declaration's `parse` or `open`; a bad part of the URL it names gets every accepted form appended. */
+function listingForms<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (!isLeaseValidationError(error) || error.what !== "store URL") throw error;
+    const forms = ` (accepted forms: ${STORE_URL_FORMS.join(" | ")})`;
+    throw new LeaseValidationError(
+      "store URL",
+      error.issues.map((i) => ({ ...i, message: i.message + forms })),
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -93,13 +111,16 @@ export function parseStoreUrl(url: string): StoreUrl {
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<LeaseStore> {
   const spec = parseStoreUrl(url);
   const backend = backendOf(spec.kind);
-  const module = backend.module === undefined ? undefined : await loadStoreModule(spec.kind, backend.module);
-  return backend.open(spec, {
-    env: options.env ?? {},
-    create: options.create ?? true,
-    ...(options.client === undefined ? {} : { client: options.client }),
-    module,
-  });
+  const module =
+    options.module ?? (backend.module === undefined ? undefined : await loadStoreModule(spec.kind, backend.module));
+  return listingForms(() =>
+    backend.open(spec, {
+      env: options.env ?? {},
+      create: options.create ?? true,
+      ...(options.client === undefined ? {} : { client: options.client }),
+      module,
+    }),
+  );
 }
 
 /** Why the store a URL names cannot run on `runtime`, or undefined when it can. */
@@ -114,6 +135,12 @@ export const DEFAULT_DB = "./data/leasehold.db";
 /** Where a Node entry's store URL came from, for the start-up line and error messages. */
 export type StoreSource = "--store" | "LEASEHOLD_STORE" | "LEASEHOLD_DB" | "default";
 
+/** A store URL, and where it came from. */
+export interface ChosenStore {
+  url: string;
+  from: StoreSource;
+}
+
 /**
  * Which store a Node entry uses (a CLI command, `npm start`, `leasehold serve`): `--store`, else
  * LEASEHOLD_STORE, else the SQLite file LEASEHOLD_DB, else DEFAULT_DB. LEASEHOLD_STORE together
@@ -124,11 +151,7 @@ export function chooseStoreUrl(given: {
   flag?: string | undefined;
   store?: string | undefined;
   db?: string | undefined;
-}): {
-  url: string;
-  from: StoreSource;
-  warnings: string[];
-} {
+}): ChosenStore & { warnings: string[] } {
   const store = given.store || undefined;
   const db = given.db || undefined;
   if (given.flag !== undefined) {

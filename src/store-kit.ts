@@ -1,11 +1,16 @@
 /**
  * `leasehold/store-kit`: what a store author needs beside the `LeaseStore` interface (in the
- * main entry): the record's schema and limits, validation that names each failing field,
- * parsing what was read back (a bad record is a `LeaseCorruptError`, never repaired), revisions
- * for counter-based stores, and the one write path (`CasWriter`) for callers that write records
+ * main entry): the types of its calls, the errors a store throws (a conflict carrying the current
+ * record; a record it cannot read, `LeaseCorruptError`, never repaired), the record's schema and
+ * limits, validation that names each failing field, parsing what was read back, revisions for
+ * counter-based stores, and the one write path (`CasWriter`) for callers that write records
  * themselves. Run your store against `leasehold/testkit`'s contract suites. Runtime-neutral.
  */
+
+export { parseRevision } from "./backends/revision.js";
 export { type CallLimit, CasWriter, type CasWriterOptions, type WriteOutcome } from "./elector/cas.js";
+export { isLeaseConflictError, isLeaseCorruptError, LeaseConflictError, LeaseCorruptError } from "./errors.js";
+export type { CallOptions, ListOptions, Revision } from "./lease.js";
 export {
   holderSchema,
   leaseMsSchema,
@@ -29,5 +34,4 @@ export {
   validateRecord,
   zodIssues,
 } from "./lease.js";
-export { parseRevision } from "./stores/revision.js";
 export { checkTermRules, type TermRule, type TermRuleViolation } from "./term-rules.js";

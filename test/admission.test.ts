@@ -6,9 +6,9 @@
  * under a real flood is test/admission-process.test.ts.
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { INSTANCE_HEADER } from "../src/http/schemas.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { inProcessApi } from "./support/in-process-api.js";
 
 const INSTANCE = "admission-instance-0123456789";

@@ -9,11 +9,11 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TokenScope } from "../src/api/auth.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import type { LeaseStore, ListOptions } from "../src/lease.js";
 import type { RunningServer } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { startApi, TOKEN_SCOPES, TOKENS } from "./support/api-server.js";

@@ -12,9 +12,9 @@
  */
 import fc from "fast-check";
 import { beforeAll, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { Problem } from "../src/http/schemas.js";
 import type { Stored } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
 

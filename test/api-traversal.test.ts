@@ -11,11 +11,11 @@ import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from "@aws-sd
 import { BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TokenScope } from "../src/api/auth.js";
+import { AzureBlobStore } from "../src/backends/azure-blob/store.js";
+import { S3Store } from "../src/backends/s3/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
-import { AzureBlobStore } from "../src/stores/azure-blob.js";
-import { S3Store } from "../src/stores/s3.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
 import { S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";

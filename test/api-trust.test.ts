@@ -8,12 +8,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseTokens, type TokenScope } from "../src/api/auth.js";
+import { readServerConfig } from "../src/api/config/policy.js";
+import { startupLine } from "../src/api/config/startup-line.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
-import { readServerConfig, startupLine } from "../src/runtime/config.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";

@@ -1,11 +1,11 @@
 /** Every route, error status and auth scope of the API, in process (app.fetch, no socket). */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseCorruptError, LeaseStoreError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import { Problem } from "../src/http/schemas.js";
 import type { LeaseStore } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
@@ -122,7 +122,7 @@ describe("lease lifecycle", () => {
             headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
             body: JSON.stringify(body),
           })
-          .then(async (r) => ({ status: r.status, body: await r.json() }));
+          .then(async (r) => ({ status: r.status, body: (await r.json()) as { lease: { term: number } } }));
       expect((await post("/acquire", { holder: "a", instance: INSTANCE, leaseMs: 1000 })).status).toBe(200);
       await clock.advance(1500); // renewedAt + leaseMs + maxSkewMs: not yet past
       expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
@@ -373,7 +373,7 @@ describe("errors", () => {
       expect(r.status).toBe(503);
       expect(r.headers.get("retry-after")).toBe("1");
       expect(r.headers.get("content-type")).toBe("application/problem+json");
-      const detail = (await r.json()).detail;
+      const detail = ((await r.json()) as { detail: string }).detail;
       expect(detail).toBe(
         "the store failed during put; a write may or may not have applied, and is settled by reading; retry",
       );

@@ -7,8 +7,8 @@
  */
 import { BlobServiceClient, type ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AzureBlobStore, type AzureBlobStoreOptions } from "../src/backends/azure-blob/store.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
-import { AzureBlobStore, type AzureBlobStoreOptions } from "../src/stores/azure-blob.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";

@@ -1,8 +1,8 @@
 /** Bound leases over the HTTP store against the real API server, judged by the contract's manual clock. */
 import { afterAll, beforeAll } from "vitest";
+import { HttpStore } from "../src/backends/http/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { systemClock } from "../src/clock.js";
-import { HttpStore } from "../src/stores/http.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import type { ElectorContractContext } from "../src/testkit/elector-contract.js";
 import { startApi, TOKENS } from "./support/api-server.js";

@@ -1,9 +1,9 @@
 /** The one write path's time limit (src/elector/cas.ts): a write that timed out may apply, a read never changes anything. */
 import { expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { CasWriter } from "../src/elector/cas.js";
 import { isAmbiguous, isLeaseStoreError } from "../src/errors.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 

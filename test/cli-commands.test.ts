@@ -2,7 +2,7 @@
  * The other `leasehold` commands and the error contract, through the real binary: status (of leases
  * and of a sharded group), watch,
  * release, serve, usage errors (exit 2) and bad store URLs. `serve` reads the same variables as
- * `npm start` (src/runtime/config.ts): each one is checked here through the binary, with the flags
+ * `npm start` (src/api/config/policy.ts): each one is checked here through the binary, with the flags
  * that override them.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import { type LeaseRecord, newWriteId, type Stored } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { TEST_INSTANCE } from "./support/api-server.js";
 import { type Cli, CliProcesses, repo, until } from "./support/cli-processes.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
@@ -169,7 +169,8 @@ describe("status", () => {
     const held = views[1]!;
     expect(held.expiresInMs).toBeGreaterThan(0);
     expect(held.expiresInMs).toBeLessThanOrEqual(60_000);
-    expect(views[0]!.expiresAt).toBeNull();
+    expect(views[0]!.expiresInMs).toBeNull();
+    expect(held.expiresAt).toBe((held.renewedAt as number) + (held.leaseMs as number));
   });
 
   it("a table by default", async () => {

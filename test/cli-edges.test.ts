@@ -9,9 +9,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { watchCommand } from "../src/cli/watch.js";
 import { newWriteId } from "../src/lease.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { repo } from "./support/cli-processes.js";
 

@@ -1,7 +1,7 @@
 /** The CLI's pure helpers: durations, lease views, tables, and how watch names a change. */
 import { describe, expect, it } from "vitest";
 import { exitCodeOf } from "../src/cli/job.js";
-import { describeExpiry, formatDuration, formatTable, viewOf } from "../src/cli/output.js";
+import { describeExpiry, formatDuration, formatTable, statusOf } from "../src/cli/output.js";
 import { changeOf } from "../src/cli/watch.js";
 import type { Stored } from "../src/lease.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
@@ -25,17 +25,17 @@ describe("formatDuration", () => {
   });
 });
 
-describe("viewOf / describeExpiry", () => {
+describe("statusOf / describeExpiry", () => {
   const now = 1_700_000_010_000;
   it("held, expired, released", () => {
-    const held = viewOf(stored("1", { renewedAt: now - 5_000, leaseMs: 15_000 }), now);
+    const held = statusOf(stored("1", { renewedAt: now - 5_000, leaseMs: 15_000 }), now);
     expect(held).toMatchObject({ state: "held", expiresInMs: 10_000, expiresAt: now + 10_000 });
     expect(describeExpiry(held)).toBe("10.0s");
-    const expired = viewOf(stored("1", { renewedAt: now - 20_000, leaseMs: 15_000 }), now);
+    const expired = statusOf(stored("1", { renewedAt: now - 20_000, leaseMs: 15_000 }), now);
     expect(expired.state).toBe("expired");
     expect(describeExpiry(expired)).toBe("expired 5.0s ago");
-    const released = viewOf(stored("1", { holder: null }), now);
-    expect(released).toMatchObject({ state: "released", expiresAt: null, expiresInMs: null });
+    const released = statusOf(stored("1", { holder: null }), now);
+    expect(released).toMatchObject({ state: "released", expiresInMs: null });
     expect(describeExpiry(released)).toBe("released");
   });
 });

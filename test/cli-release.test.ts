@@ -6,11 +6,11 @@
  * compare-and-swap reaches it.
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { releaseLease } from "../src/cli/release.js";
 import { isReleaseRefusedError } from "../src/errors.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../src/lease.js";
 import { newWriteId } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { rejection } from "./support/rejection.js";

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { Stored } from "../src/lease.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { CliProcesses, jobCommand, killMentioning, readLog, until } from "./support/cli-processes.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-run-"));

@@ -1,22 +1,21 @@
 /**
  * The README's variable table ("Server configuration") against the code: every variable the
- * server reads has a row, "refused" appears exactly where src/runtime/config.ts refuses it, the
+ * server reads has a row, "refused" appears exactly where src/api/config/policy.ts refuses it, the
  * bounds and defaults are the code's, and every LEASEHOLD_* name the docs or the code mention is
  * in the table (or is one `leasehold run` sets for its command).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ADMISSION_BOUNDS, APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
+import { type Entry, NOT_READ_BY } from "../src/api/config/policy.js";
 import {
   ADMISSION_VARIABLES,
-  type Entry,
   LIMIT_VARIABLES,
   LISTENER_BOUNDS,
   LISTENER_VARIABLES,
-  NOT_READ_BY,
   SERVER_VARIABLES,
-} from "../src/runtime/config.js";
+} from "../src/api/config/variables.js";
+import { ADMISSION_BOUNDS, APP_OPTION_BOUNDS, LIMIT_NAMES } from "../src/api/options.js";
 
 const root = join(import.meta.dirname, "..");
 const readme = readFileSync(join(root, "README.md"), "utf8");

@@ -1,5 +1,5 @@
 /**
- * The server configuration (src/runtime/config.ts) as every entry reads it: each variable on each
+ * The server configuration (src/api/config/policy.ts) as every entry reads it: each variable on each
  * entry, read or refused with its reason; bad values named with the value and what was expected;
  * the contradictions; serve's flags over the environment; the start-up line's auth mode; and
  * createApp's own option checks (src/api/options.ts). The entries' own tests (node-entry,
@@ -7,17 +7,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
+import { describeAuth } from "../src/api/config/auth-mode.js";
+import { type Entry, NOT_READ_BY, readServerConfig } from "../src/api/config/policy.js";
+import { startupLine } from "../src/api/config/startup-line.js";
+import { SERVER_VARIABLES, type ServerVariable } from "../src/api/config/variables.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { LeaseValidationError } from "../src/errors.js";
-import {
-  describeAuth,
-  type Entry,
-  NOT_READ_BY,
-  readServerConfig,
-  SERVER_VARIABLES,
-  type ServerVariable,
-  startupLine,
-} from "../src/runtime/config.js";
-import { MemoryStore } from "../src/stores/memory.js";
+import { BACKENDS } from "../src/open-store.js";
+import { WORKER_STORES } from "../src/runtime/worker-stores.js";
 
 const TOKEN = "config-test-token-0123456789";
 const TOKENS = JSON.stringify([{ name: "ci", token: TOKEN, prefixes: ["jobs/", ""], verbs: ["read", "write"] }]);
@@ -47,7 +44,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   HOST: { value: "localhost", check: (c) => expect(c.listen?.host).toBe("localhost") },
   LEASEHOLD_STORE: {
     value: "dynamodb://other-table?region=us-east-1",
-    check: (c) => expect(c.store).toMatchObject({ kind: "url", spec: { kind: "dynamodb", table: "other-table" } }),
+    check: (c) => expect(c.store).toMatchObject({ spec: { kind: "dynamodb", table: "other-table" } }),
   },
   LEASEHOLD_DB: {
     value: "/var/lib/leasehold/leases.db",
@@ -110,10 +107,10 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_LOG: { value: "json", check: (c) => expect(c.logFormat).toBe("json") },
   AZURE_STORAGE_KEY: { value: "a2V5", check: (c) => expect(c.storeEnv.AZURE_STORAGE_KEY).toBe("a2V5") },
   AZURE_STORAGE_SAS_TOKEN: { value: "sv=1", check: (c) => expect(c.storeEnv.AZURE_STORAGE_SAS_TOKEN).toBe("sv=1") },
-  // Read by leasehold on the Worker only; elsewhere the AWS SDK reads them from the process.
-  AWS_ACCESS_KEY_ID: { value: "AKIATEST", check: () => undefined },
-  AWS_SECRET_ACCESS_KEY: { value: "secret", check: () => undefined },
-  AWS_SESSION_TOKEN: { value: "session", check: () => undefined },
+  // The DynamoDB store's keys (a Worker's secrets; elsewhere what the AWS SDK would read first too).
+  AWS_ACCESS_KEY_ID: { value: "AKIATEST", check: (c) => expect(c.storeEnv.AWS_ACCESS_KEY_ID).toBe("AKIATEST") },
+  AWS_SECRET_ACCESS_KEY: { value: "secret", check: (c) => expect(c.storeEnv.AWS_SECRET_ACCESS_KEY).toBe("secret") },
+  AWS_SESSION_TOKEN: { value: "session", check: (c) => expect(c.storeEnv.AWS_SESSION_TOKEN).toBe("session") },
 };
 
 /** What each entry needs alongside a variable for it to be read (the store it belongs to, ...). */
@@ -129,7 +126,12 @@ describe("each variable on each entry: read, or refused with the reason", () => 
   for (const name of SERVER_VARIABLES) {
     for (const entry of ENTRIES) {
       const why = NOT_READ_BY[name]?.[entry];
-      const { value, check } = READS[name];
+      const reads = READS[name];
+      if (reads === undefined) {
+        it(`${name} has a case here`, () => expect.fail(`add ${name} to READS`));
+        continue;
+      }
+      const { value, check } = reads;
       if (why === undefined) {
         it(`${name} is read by ${entry}`, () => {
           check(readServerConfig({ ...BASE[entry], ...companions(name, entry), [name]: value }, entry));
@@ -144,13 +146,17 @@ describe("each variable on each entry: read, or refused with the reason", () => 
     }
   }
 
-  it("the Worker hands its AWS secrets to the DynamoDB client, and needs both keys", () => {
+  it("the Worker hands its AWS secrets to the DynamoDB store, and needs both keys", () => {
     const env = { ...BASE.worker, LEASEHOLD_STORE: "dynamodb://leases?region=eu-west-1" };
     const config = readServerConfig(
       { ...env, AWS_ACCESS_KEY_ID: "AKIATEST", AWS_SECRET_ACCESS_KEY: "s3cret", AWS_SESSION_TOKEN: "sess" },
       "worker",
     );
-    expect(config.awsCredentials).toEqual({ accessKeyId: "AKIATEST", secretAccessKey: "s3cret", sessionToken: "sess" });
+    expect(config.storeEnv).toMatchObject({
+      AWS_ACCESS_KEY_ID: "AKIATEST",
+      AWS_SECRET_ACCESS_KEY: "s3cret",
+      AWS_SESSION_TOKEN: "sess",
+    });
     expect(refusal({ ...env, AWS_ACCESS_KEY_ID: "AKIATEST" }, "worker")).toMatch(
       /AWS_SECRET_ACCESS_KEY: dynamodb:\/\/ on a Worker needs the secrets/,
     );
@@ -173,7 +179,11 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       heartbeatMs: 15_000,
       limits: {},
     });
-    expect(readServerConfig(BASE.worker, "worker").store).toEqual({ kind: "durable-objects" });
+    expect(readServerConfig(BASE.worker, "worker").store).toEqual({
+      url: "durable-object:LEASES",
+      spec: { kind: "durable-object", binding: "LEASES" },
+      from: "default",
+    });
   });
 });
 
@@ -293,10 +303,10 @@ describe("contradictions and the auth rule", () => {
 
   it("stores an entry cannot share between instances are refused there, with the reason", () => {
     expect(refusal({ ...BASE.lambda, LEASEHOLD_STORE: "memory:" }, "lambda")).toContain(
-      "LEASEHOLD_STORE: the memory store is refused on Lambda: each Lambda instance would keep its own leases",
+      "LEASEHOLD_STORE: the memory store does not run on Lambda: each Lambda instance would keep its own leases",
     );
     expect(refusal({ ...BASE.lambda, LEASEHOLD_STORE: "sqlite:/tmp/x.db" }, "lambda")).toContain(
-      "the sqlite store is refused on Lambda",
+      "the sqlite store does not run on Lambda",
     );
     const { LEASEHOLD_STORE: _s, ...noStore } = BASE.lambda;
     expect(refusal(noStore, "lambda")).toContain("LEASEHOLD_STORE: not set: expected a shared store");
@@ -306,6 +316,17 @@ describe("contradictions and the auth rule", () => {
     expect(refusal({ ...BASE.lambda, LEASEHOLD_STORE: "dynamodb://leases", AWS_REGION: "" }, "lambda")).toContain(
       "LEASEHOLD_STORE: dynamodb:// needs ?region=...",
     );
+    expect(refusal({ LEASEHOLD_STORE: "durable-object:LEASES" }, "node")).toContain(
+      "LEASEHOLD_STORE: the durable-object store does not run on Node: Durable Objects are reached through a Worker's namespace binding",
+    );
+    expect(readServerConfig({ ...BASE.worker, LEASEHOLD_STORE: "durable-object:OTHER" }, "worker").store).toMatchObject(
+      { spec: { kind: "durable-object", binding: "OTHER" }, from: "LEASEHOLD_STORE" },
+    );
+  });
+
+  it("the Worker bundles exactly the stores whose declarations say they run on Workers", () => {
+    const onWorkers = BACKENDS.filter((b) => b.runtimes.workers === true).map((b) => b.kind);
+    expect(Object.keys(WORKER_STORES).sort()).toEqual(onWorkers.sort());
   });
 });
 

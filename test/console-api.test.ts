@@ -8,14 +8,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { type AppOptions, createApp } from "../src/api/app.js";
+import { readServerConfig } from "../src/api/config/policy.js";
 import { CONSOLE_CSP } from "../src/api/console/ui.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import { readSse, type SseMessage } from "../src/http/sse.js";
 import { type LeaseStore, newWriteId } from "../src/lease.js";
-import { readServerConfig } from "../src/runtime/config.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 
 /** Each holder's process: its own instance (what proves it is the holder). */

@@ -27,6 +27,12 @@ import type { TokenScope } from "../src/api/auth.js";
 import { TOKENS } from "./support/api-server.js";
 import { stopProcess } from "./support/server-process.js";
 
+// What the page.evaluate callbacks below touch in the browser: the tests compile without the DOM
+// library (only the console itself has it, console/tsconfig.json).
+declare const window: { notReloaded?: boolean };
+declare const sessionStorage: { getItem(key: string): string | null };
+declare const document: { activeElement: { textContent: string | null } | null };
+
 const repo = join(import.meta.dirname, "..");
 const bin = join(repo, "bin", "leasehold.js");
 const shardWorker = join(repo, "test", "support", "shard-worker.ts");
@@ -232,7 +238,7 @@ describe("the console in Chromium", () => {
     await see("h2", "Leases");
     await see("#connection", "Live");
     await page.evaluate(() => {
-      (window as unknown as { notReloaded: boolean }).notReloaded = true;
+      window.notReloaded = true;
     });
 
     const acquired = await api("POST", "/v1/leases/demo%2Fmanual/acquire", {
@@ -245,7 +251,7 @@ describe("the console in Chromium", () => {
     await see('tr[data-name="demo/manual"]', "operator-a");
     await see('tr[data-name="demo/manual"]', "addr=10.0.0.7:8080");
     await see('tr[data-name="demo/manual"]', "held");
-    expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+    expect(await page.evaluate(() => window.notReloaded)).toBe(true);
 
     // The token lives in this tab's sessionStorage, and only ever travelled in a header.
     expect(await page.evaluate(() => sessionStorage.getItem("leasehold.console.token"))).toBe(TOKENS.reader);

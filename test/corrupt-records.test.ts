@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseCorruptError } from "../src/errors.js";
 import type { LeaseRecord } from "../src/lease.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

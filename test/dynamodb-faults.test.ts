@@ -5,10 +5,10 @@
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseStoreError } from "../src/errors.js";
-import { DynamoDbStore } from "../src/stores/dynamodb.js";
 import { casWrite, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { DynamoProxy } from "./support/dynamo-proxy.js";

@@ -5,10 +5,10 @@
  */
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/backends/dynamodb/store.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
-import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/stores/dynamodb.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";

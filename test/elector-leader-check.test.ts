@@ -4,11 +4,11 @@
  * what a process paused past its lease sees on waking. The clock jumps without firing timers.
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { type LeaderContext, runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector, type ElectorOptions } from "../src/elector.js";
 import { LeadershipLostError } from "../src/errors.js";
-import { MemoryStore } from "../src/stores/memory.js";
 
 const timing = { leaseMs: 1000, renewMs: 300, retryMs: 100, safetyMs: 100, jitter: 0 } as const;
 

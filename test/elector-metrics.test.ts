@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
-import { ElectorMetrics } from "../src/elector-metrics.js";
-import { MemoryStore } from "../src/stores/memory.js";
+import { ElectorMetrics } from "../src/metrics/elector.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 
 /** Renewals every 300 ms of a 1 s lease, no jitter: the same timing for both kinds. */

@@ -7,10 +7,10 @@
  */
 import { Storage } from "@google-cloud/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gcsBackend } from "../src/backends/gcs.js";
+import { gcsBackend } from "../src/backends/gcs/backend.js";
+import { GcsStore, type GcsStoreOptions } from "../src/backends/gcs/store.js";
 import { Elector } from "../src/elector.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
-import { GcsStore, type GcsStoreOptions } from "../src/stores/gcs.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { casWrite, describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";

@@ -12,7 +12,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
 import { propsFromEnv, REPO_ROOT, stackNameFromEnv } from "../infra/aws/lib/config.js";
 import { LeaseholdStack, type LeaseholdStackProps } from "../infra/aws/lib/leasehold-stack.js";
-import { readServerConfig } from "../src/runtime/config.js";
+import { readServerConfig } from "../src/api/config/policy.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-cdk-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -13,11 +13,11 @@
  * but the table); real processes over one store are test/replicas.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
+import { HttpStore } from "../src/backends/http/store.js";
 import { Elector } from "../src/elector.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import { type RunningServer, serve } from "../src/runtime/node.js";
-import { DynamoDbStore } from "../src/stores/dynamodb.js";
-import { HttpStore } from "../src/stores/http.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 import { type RunningNginx, startNginx } from "./support/nginx.js";

@@ -6,11 +6,11 @@
 import { Storage } from "@google-cloud/storage";
 import type { LambdaContext as Context } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { createHandler, createStreamingHandler, STREAMING_HINT } from "../src/runtime/lambda.js";
 import { serve } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { TEST_INSTANCE, withInstance } from "./support/api-server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
@@ -173,10 +173,10 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
       "LEASEHOLD_STORE: not set: expected a shared store such as dynamodb://",
     );
     expect(await refusal({ LEASEHOLD_STORE: "memory:", LEASEHOLD_TOKENS: tokens })).toContain(
-      "LEASEHOLD_STORE: the memory store is refused on Lambda: each Lambda instance would keep its own leases",
+      "LEASEHOLD_STORE: the memory store does not run on Lambda: each Lambda instance would keep its own leases",
     );
     expect(await refusal({ LEASEHOLD_STORE: "sqlite:/tmp/leases.db", LEASEHOLD_TOKENS: tokens })).toContain(
-      "LEASEHOLD_STORE: the sqlite store is refused on Lambda",
+      "LEASEHOLD_STORE: the sqlite store does not run on Lambda",
     );
   });
 
@@ -233,7 +233,7 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
   it.each([
     ["PORT", "8080", "a Lambda function does not listen on a port"],
     ["HOST", "0.0.0.0", "a Lambda function does not listen on a port"],
-    ["LEASEHOLD_DB", "/tmp/leases.db", "each Lambda instance would have its own SQLite file"],
+    ["LEASEHOLD_DB", "/tmp/leases.db", "it names a SQLite file, and each Lambda instance would have its own file"],
     ["LEASEHOLD_WATCH_STREAMS", "10", "a Lambda instance serves one request at a time"],
     ["LEASEHOLD_WATCH_STREAMS_PER_TOKEN", "10", "a Lambda instance serves one request at a time"],
   ])("%s is refused, saying why", async (name, value, why) => {

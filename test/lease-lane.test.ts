@@ -3,10 +3,10 @@
  * so a lane that holds back polls and acquisitions under load cannot make a leader late.
  */
 import { expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import type { Lane, LaneRelease } from "../src/elector/lane.js";
 import { Elector } from "../src/elector.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

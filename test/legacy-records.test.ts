@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { isLeaseCorruptError } from "../src/errors.js";
 import { parseRecord } from "../src/lease.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 
 const DIGEST_A = "A".repeat(43);
 const DIGEST_B = "B".repeat(43);

@@ -6,13 +6,13 @@
  */
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { type LaneKind, type LaneRelease, LoadLane, openLane, processLane } from "../src/elector/load-lane.js";
 import { Elector } from "../src/elector.js";
-import { ElectorMetrics } from "../src/elector-metrics.js";
 import { LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
+import { ElectorMetrics } from "../src/metrics/elector.js";
 
 function setup(options: ConstructorParameters<typeof LoadLane>[0] = {}) {
   const clock = new ManualClock();

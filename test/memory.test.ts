@@ -1,4 +1,4 @@
-import { MemoryStore } from "../src/stores/memory.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract } from "../src/testkit/store-contract.js";

@@ -8,10 +8,10 @@ import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { loadStoreModuleForTest, openStore, parseStoreUrl, STORE_URL_FORMS } from "../src/open-store.js";
 import { serve } from "../src/runtime/node.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
 import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";
@@ -192,8 +192,8 @@ describe("openStore", () => {
 
   it("a missing store module is named as such", async () => {
     // Exercised through the same loader with a module that does not exist in any build.
-    await expect(loadStoreModuleForTest("dynamodb", "./stores/no-such-store.js")).rejects.toThrow(
-      /the dynamodb store is not available in this build of leasehold \(module \.\/stores\/no-such-store\.js not found\)/,
+    await expect(loadStoreModuleForTest("dynamodb", "./backends/no-such/store.js")).rejects.toThrow(
+      /the dynamodb store is not available in this build of leasehold \(module \.\/backends\/no-such\/store\.js not found\)/,
     );
   });
 });

@@ -9,9 +9,9 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { HOLDER_PATTERN, holderSchema, NAME_PATTERN } from "../src/lease.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../src/sharding/layout.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { TOKEN_SCOPES } from "./support/api-server.js";
 
 type Operation = {

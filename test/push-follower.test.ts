@@ -5,11 +5,11 @@
  * still take over by polling. Real time, real HTTP; counted from the server's answers.
  */
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { HttpStore } from "../src/backends/http/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
 import type { LeaseStore } from "../src/lease.js";
-import { HttpStore } from "../src/stores/http.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { startApi, TOKENS } from "./support/api-server.js";

@@ -9,8 +9,8 @@ import { expect, it } from "vitest";
 const root = join(import.meta.dirname, "..");
 const nodeBound = [
   /^src\/runtime\/node\.ts$/,
-  /^src\/stores\/sqlite(-[a-z-]+)?\.(ts|js)$/,
-  /^src\/stores\/gcs\.ts$/,
+  /^src\/backends\/sqlite\//,
+  /^src\/backends\/gcs\/store\.ts$/,
   /^src\/cli\//,
   /^src\/runtime\/lambda\.ts$/,
 ];

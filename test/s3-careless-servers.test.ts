@@ -1,6 +1,6 @@
 /**
  * S3-compatible servers that break the conditional-write contract are refused, loudly, before any
- * lease is written (src/stores/conditional-probe.ts): one that ignores If-None-Match / If-Match,
+ * lease is written (src/backends/object-store/conditional-probe.ts): one that ignores If-None-Match / If-Match,
  * one that answers 501 to them. An Elector on such an `s3://...?endpoint=` store stops with that
  * error without retrying: on a manual clock that never moves, so within any call timeout. A 403 on
  * a read of a missing key names the permission that is missing.

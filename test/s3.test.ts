@@ -13,8 +13,8 @@ import {
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { S3Store, type S3StoreOptions } from "../src/backends/s3/store.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
-import { S3Store, type S3StoreOptions } from "../src/stores/s3.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { SqliteStore } from "../src/stores/sqlite.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 
 const run = promisify(execFile);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
-import { SqliteStore } from "../src/stores/sqlite.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract } from "../src/testkit/store-contract.js";

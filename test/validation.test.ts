@@ -6,13 +6,13 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { ManualClock } from "../src/clock.js";
 import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector } from "../src/elector.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { type LeaseRecord, MAX_METADATA_BYTES, NAME_RULE } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
-import { SqliteStore } from "../src/stores/sqlite.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

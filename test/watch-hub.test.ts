@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { WatchHub } from "../src/api/watch-hub.js";
+import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseCorruptError, LeaseStoreError } from "../src/errors.js";
 import type { CallOptions, Stored } from "../src/lease.js";
-import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

@@ -1,14 +1,14 @@
 import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
+import { AzureBlobStore } from "../../src/backends/azure-blob/store.js";
+import { DynamoDbStore } from "../../src/backends/dynamodb/store.js";
+import { GcsStore } from "../../src/backends/gcs/store.js";
+import { HttpStore } from "../../src/backends/http/store.js";
+import { MemoryStore } from "../../src/backends/memory/store.js";
+import { S3Store } from "../../src/backends/s3/store.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { serve } from "../../src/runtime/node.js";
-import { AzureBlobStore } from "../../src/stores/azure-blob.js";
-import { DynamoDbStore } from "../../src/stores/dynamodb.js";
-import { GcsStore } from "../../src/stores/gcs.js";
-import { HttpStore } from "../../src/stores/http.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { S3Store } from "../../src/stores/s3.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { startAzurite } from "../../test/servers/azurite.server.js";
 import { startFakeGcs } from "../../test/servers/fake-gcs.server.js";
 import {

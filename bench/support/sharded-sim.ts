@@ -6,11 +6,12 @@
  * - `knative`: knative/pkg's scheme, one independent `Elector` per bucket per replica, every replica
  *   campaigning for every bucket.
  */
+
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import type { Clock } from "../../src/clock.js";
 import { Elector } from "../../src/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { ShardedElector } from "../../src/sharding/sharded-elector.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { SimClock } from "./sim-clock.js";
 
 export type Kind = "sharded" | "knative";

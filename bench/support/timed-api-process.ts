@@ -9,9 +9,10 @@
  *
  * For the handover benchmark's per-hop breakdown. Stops on SIGTERM or when stdin closes.
  */
+
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../../src/lease.js";
 import { serve } from "../../src/runtime/node.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 
 class StampedWrites extends StoreWrapper {

@@ -241,8 +241,8 @@ type Problem struct {
 	// Op is the call that was refused ("acquire", "heartbeat", ...).
 	Op     string
 	Status int
-	// Kind is the last part of the problem type urn:leasehold:problem:<kind> ("conflict",
-	// "holder-in-use", "session-ended", "member-in-use", "precondition-failed", "over-limit", ...).
+	// Kind is the last part of the problem type urn:leasehold:problem:<kind>: one of the Kind
+	// constants (KindConflict, KindHolderInUse, KindOverLimit, ...; kinds.gen.go).
 	Kind   string
 	Title  string
 	Detail string
@@ -285,7 +285,7 @@ func (p *Problem) Ambiguous() bool { return p.Status >= 500 && !p.OverBound() }
 
 // OverBound reports a refusal over one of the server's bounds (429 over-limit: this token's;
 // 503 over-capacity: the server's): nothing was done; the same call may succeed after RetryAfter.
-func (p *Problem) OverBound() bool { return p.Kind == "over-limit" || p.Kind == "over-capacity" }
+func (p *Problem) OverBound() bool { return p.Kind == KindOverLimit || p.Kind == KindOverCapacity }
 
 // TransportError is a call that got no answer (connection refused or reset, timeout, a lost
 // response). A write sent this way may or may not have applied.

@@ -27,7 +27,7 @@
  *
  * Per instance: the Node entries turn it on (src/runtime/node.ts); a Lambda instance serves one
  * request at a time and a Worker's isolates come and go with load, so there these bounds would
- * mean nothing and their variables are refused (src/runtime/config.ts). Runtime-neutral.
+ * mean nothing and their variables are refused (src/api/config/policy.ts). Runtime-neutral.
  */
 import type { Stored } from "../lease.js";
 import { ProblemError } from "./problems.js";

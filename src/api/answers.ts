@@ -7,7 +7,7 @@
 import type { Authorizer } from "./auth.js";
 import type { Api } from "./context.js";
 import { type ApiLogger, failureFields } from "./log.js";
-import { ProblemError, problemHeaders, toProblem } from "./problems.js";
+import { ProblemError, problemAnswer, toProblem } from "./problems.js";
 
 export function answerProblems(app: Api, auth: Authorizer, log: ApiLogger): void {
   app.notFound(() => {
@@ -31,6 +31,7 @@ export function answerProblems(app: Api, auth: Authorizer, log: ApiLogger): void
     const principal = c.get("principal");
     const lease = p.extra.lease;
     if (lease && (!principal || !auth.authorize(principal, "read", lease.name).ok)) p = p.withoutLease();
-    return c.body(JSON.stringify(p.toBody()), p.status as 400, problemHeaders(p));
+    const answer = problemAnswer(p);
+    return c.body(answer.body, answer.status as 400, answer.headers);
   });
 }

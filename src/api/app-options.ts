@@ -1,7 +1,7 @@
 /**
  * The options of `createApp` (src/api/app.ts), as a library caller passes them. Their numeric
  * bounds and defaults live in ./options.ts, which checks them; the server's variables
- * (src/runtime/config.ts) are read against the same bounds.
+ * (src/api/config/policy.ts) are read against the same bounds.
  */
 import type { Clock } from "../clock.js";
 import type { LeaseStore } from "../lease.js";

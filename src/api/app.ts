@@ -13,6 +13,7 @@
  */
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import { systemClock } from "../clock.js";
+import { describeIssues } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { answerProblems } from "./answers.js";
 import type { AppOptions } from "./app-options.js";
@@ -23,7 +24,7 @@ import { silentLogger } from "./log.js";
 import { methodNotAllowed } from "./methods.js";
 import { admitted, authenticate, countRequests, jsonBodies, loopbackHostsOnly } from "./middleware.js";
 import { resolveAppOptions } from "./options.js";
-import { describeIssues, ProblemError } from "./problems.js";
+import { ProblemError } from "./problems.js";
 import { registerCasRoute } from "./routes/cas.js";
 import { registerGroupRoutes } from "./routes/groups.js";
 import { registerLeaseRoutes } from "./routes/leases.js";
@@ -46,7 +47,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
     defaultHook: (result) => {
       if (!result.success) {
         const errors = zodIssues(result.error as z.ZodError);
-        throw new ProblemError("validation", `invalid request: ${describeIssues(errors)}`, { errors });
+        throw new ProblemError("validation", `invalid request: ${describeIssues(errors, 3)}`, { errors });
       }
     },
   });

@@ -76,11 +76,7 @@ export class LeaseService {
   private readonly log: ApiLogger;
 
   constructor(options: LeaseServiceOptions) {
-    this.store = options.store;
-    this.clock = options.clock;
-    this.views = options.views;
-    this.publish = options.publish;
-    this.quota = options.quota;
+    ({ store: this.store, clock: this.clock, views: this.views, publish: this.publish, quota: this.quota } = options);
     this.log = options.log ?? silentLogger;
   }
 

@@ -10,6 +10,7 @@
  */
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
+import { leaseView } from "../http/lease-view.js";
 import type { LeaseView } from "../http/schemas.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { memberName } from "../sharding/layout.js";
@@ -20,22 +21,7 @@ import { ProblemError } from "./problems.js";
 
 /** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no instance proof. */
 export function toView(stored: Stored, held?: BucketState): LeaseView {
-  const r = stored.record;
-  return {
-    name: r.name,
-    holder: r.holder,
-    term: r.term,
-    leaseMs: r.leaseMs,
-    acquiredAt: r.acquiredAt,
-    renewedAt: r.renewedAt,
-    expiresAt: held?.expiresAt ?? r.renewedAt + r.leaseMs,
-    metadata: r.metadata,
-    writeId: r.writeId,
-    ...(r.session ? { session: r.session } : {}),
-    ...(r.successor ? { successor: r.successor } : {}),
-    ...(r.upstream ? { upstream: r.upstream } : {}),
-    revision: stored.revision,
-  };
+  return leaseView(stored, held?.expiresAt);
 }
 
 /**

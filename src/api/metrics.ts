@@ -1,46 +1,43 @@
 /**
  * Prometheus text exposition for one API instance: request counts, CAS conflicts, store call
  * latency histograms and failures. Kept in memory (per instance, reset on restart), which is
- * what Prometheus scraping expects.
+ * what Prometheus scraping expects. Written in the exposition format by src/metrics/prometheus.ts.
  */
+import { exposition, family, labelSet } from "../metrics/prometheus.js";
+
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 type Labels = Record<string, string>;
 
-function key(labels: Labels): string {
-  return Object.entries(labels)
-    .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`)
-    .join(",");
-}
-
 class Counter {
-  readonly values = new Map<string, number>();
+  /** By label set, rendered (`labelSet`): one series per distinct set. */
+  readonly values = new Map<string, { labels: Labels; value: number }>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
   inc(labels: Labels = {}, by = 1): void {
-    const k = key(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
+    const k = labelSet(labels);
+    const series = this.values.get(k);
+    if (series) series.value += by;
+    else this.values.set(k, { labels, value: by });
   }
   render(): string[] {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ""} ${v}`);
-    return lines;
+    return family(this.name, "counter", this.help, this.values.values());
   }
 }
 
 class Histogram {
-  private readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
+  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
   observe(labels: Labels, seconds: number): void {
-    const k = key(labels);
+    const k = labelSet(labels);
     let s = this.series.get(k);
     if (!s) {
-      s = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
+      s = { labels, counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
       this.series.set(k, s);
     }
     for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) s.counts[i]!++;
@@ -48,15 +45,17 @@ class Histogram {
     s.count++;
   }
   render(): string[] {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const [k, s] of this.series) {
-      const sep = k ? `${k},` : "";
-      for (const [i, b] of BUCKETS.entries()) lines.push(`${this.name}_bucket{${sep}le="${b}"} ${s.counts[i]}`);
-      lines.push(`${this.name}_bucket{${sep}le="+Inf"} ${s.count}`);
-      lines.push(`${this.name}_sum${k ? `{${k}}` : ""} ${s.sum}`);
-      lines.push(`${this.name}_count${k ? `{${k}}` : ""} ${s.count}`);
-    }
-    return lines;
+    return family(
+      this.name,
+      "histogram",
+      this.help,
+      [...this.series.values()].flatMap(({ labels, counts, sum, count }) => [
+        ...BUCKETS.map((b, i) => ({ suffix: "_bucket", labels: { ...labels, le: String(b) }, value: counts[i]! })),
+        { suffix: "_bucket", labels: { ...labels, le: "+Inf" }, value: count },
+        { suffix: "_sum", labels, value: sum },
+        { suffix: "_count", labels, value: count },
+      ]),
+    );
   }
 }
 
@@ -68,7 +67,7 @@ class Gauge {
     private readonly read: () => number,
   ) {}
   render(): string[] {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name} ${this.read()}`];
+    return family(this.name, "gauge", this.help, [{ value: this.read() }]);
   }
 }
 
@@ -91,16 +90,16 @@ export class ApiMetrics {
   );
 
   render(): string {
-    return `${[
-      this.requests,
-      this.conflicts,
-      this.storeErrors,
-      this.storeLatency,
-      this.watchers,
-      this.refused,
-      ...this.gauges,
-    ]
-      .flatMap((m) => m.render())
-      .join("\n")}\n`;
+    return exposition(
+      [
+        this.requests,
+        this.conflicts,
+        this.storeErrors,
+        this.storeLatency,
+        this.watchers,
+        this.refused,
+        ...this.gauges,
+      ].flatMap((m) => m.render()),
+    );
   }
 }

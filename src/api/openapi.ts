@@ -27,6 +27,7 @@ import {
   MemberParams,
   NameParam,
   Problem,
+  ProblemKind,
   RecordBody,
   RecordNameParam,
   TermBody,
@@ -256,6 +257,17 @@ export function apiRoutes(secured: boolean) {
     instance: "$request.body#/instance",
     term: "$response.body#/lease/term",
   };
+  /** The links from a lease answer to what a caller does next with it, each defined once. */
+  const LINKS = {
+    renew: { operationId: "renewLease", parameters: { name }, requestBody: holderTerm },
+    release: { operationId: "releaseLease", parameters: { name }, requestBody: holderTerm },
+    read: { operationId: "getLease", parameters: { name } },
+    watch: { operationId: "watchLease", parameters: { name } },
+    replace: { operationId: "putLease", parameters: { name, "header.If-Match": "$response.header.ETag" } },
+  };
+  const linksTo = (...next: Array<keyof typeof LINKS>) => ({
+    links: Object.fromEntries(next.map((op) => [op, LINKS[op]])),
+  });
   const heldElsewhere =
     "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group (`group` names it; use its group routes)";
 
@@ -271,12 +283,7 @@ export function apiRoutes(secured: boolean) {
       responses: {
         200: {
           ...resultWithTag("This holder leads: `lease.term` is its fencing token"),
-          links: {
-            renew: { operationId: "renewLease", parameters: { name }, requestBody: holderTerm },
-            release: { operationId: "releaseLease", parameters: { name }, requestBody: holderTerm },
-            read: { operationId: "getLease", parameters: { name } },
-            watch: { operationId: "watchLease", parameters: { name } },
-          },
+          ...linksTo("renew", "release", "read", "watch"),
         },
         400: invalid,
         ...auth,
@@ -298,13 +305,7 @@ export function apiRoutes(secured: boolean) {
       ...security,
       request: { params: NameParam, ...body(TermBody) },
       responses: {
-        200: {
-          ...resultWithTag("Renewed"),
-          links: {
-            release: { operationId: "releaseLease", parameters: { name }, requestBody: holderTerm },
-            read: { operationId: "getLease", parameters: { name } },
-          },
-        },
+        200: { ...resultWithTag("Renewed"), ...linksTo("release", "read") },
         400: invalid,
         ...auth,
         404: problem("The lease never existed"),
@@ -324,10 +325,7 @@ export function apiRoutes(secured: boolean) {
       ...security,
       request: { params: NameParam, ...body(TermBody) },
       responses: {
-        200: {
-          ...resultWithTag("Released (or already released at this term)"),
-          links: { read: { operationId: "getLease", parameters: { name } } },
-        },
+        200: { ...resultWithTag("Released (or already released at this term)"), ...linksTo("read") },
         400: invalid,
         ...auth,
         404: problem("The lease never existed"),
@@ -347,12 +345,7 @@ export function apiRoutes(secured: boolean) {
       ...security,
       request: { params: RecordNameParam },
       responses: {
-        200: {
-          ...leaseWithTag("The lease; ETag is its revision"),
-          links: {
-            replace: { operationId: "putLease", parameters: { name, "header.If-Match": "$response.header.ETag" } },
-          },
-        },
+        200: { ...leaseWithTag("The lease; ETag is its revision"), ...linksTo("replace") },
         400: invalid,
         ...auth,
         404: problem("The lease never existed"),
@@ -376,8 +369,8 @@ export function apiRoutes(secured: boolean) {
       parameters: [ifMatch, ifNoneMatch, instanceHeader],
       request: { params: RecordNameParam, ...body(RecordBody) },
       responses: {
-        200: { ...leaseWithTag("Replaced"), links: { read: { operationId: "getLease", parameters: { name } } } },
-        201: { ...leaseWithTag("Created"), links: { read: { operationId: "getLease", parameters: { name } } } },
+        200: { ...leaseWithTag("Replaced"), ...linksTo("read") },
+        201: { ...leaseWithTag("Created"), ...linksTo("read") },
         400: invalid,
         ...auth,
         409: problem(
@@ -594,7 +587,7 @@ export function documentParts(secured: boolean) {
       content: { [PROBLEM_TYPE]: { schema: { $ref: "#/components/schemas/Problem" } } },
     },
     /** Components that only raw parts of the document reference (the SSE event's contentSchema). */
-    schemas: { WatchEvent },
+    schemas: { WatchEvent, ProblemKind },
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * The numeric options of `createApp` and the one place their bounds live: `createApp` checks a
- * library caller's values here, and the server configuration (src/runtime/config.ts) reads the
+ * library caller's values here, and the server configuration (src/api/config/policy.ts) reads the
  * environment variables against the same bounds. A value outside them is refused with a
  * `LeaseValidationError` naming the option, before anything is built.
  *

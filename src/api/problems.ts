@@ -1,39 +1,14 @@
-/** RFC 9457 problem details: one constructor per kind, so status, type and title never drift apart. */
-import type { FieldIssue } from "../errors.js";
+/**
+ * RFC 9457 problem details, the one way the server says what went wrong: a `ProblemError` of a
+ * kind from the one table (src/http/problem-kinds.ts), so status, type and title never drift
+ * apart, written as an answer by `problemAnswer` alone, wherever it is answered (a route, the Node
+ * listener's raw socket, the Worker's configuration error). Runtime-neutral.
+ */
+import { type FieldIssue, isLeaseValidationError } from "../errors.js";
+import { PROBLEM_KINDS, type ProblemKind, problemType } from "../http/problem-kinds.js";
 import type { LeaseView, ProblemView } from "../http/schemas.js";
 
 export const PROBLEM_TYPE = "application/problem+json";
-
-const kinds = {
-  validation: [400, "Invalid request"],
-  unauthorized: [401, "Missing or unknown bearer token"],
-  forbidden: [403, "Token not allowed here"],
-  "host-not-allowed": [403, "Host not served without tokens"],
-  "not-found": [404, "Not found"],
-  "method-not-allowed": [405, "Method not allowed"],
-  conflict: [409, "Lease held by someone else"],
-  "holder-in-use": [409, "Holder name in use by another process"],
-  "group-record": [409, "Record of a sharded group"],
-  "not-a-group": [409, "Group name taken by another record"],
-  "term-exhausted": [409, "No term left for this lease"],
-  "term-rule": [409, "Write breaks a lease invariant"],
-  "protocol-field": [409, "Protocol field not the writer's to set"],
-  "session-ended": [409, "Member session has ended"],
-  "member-in-use": [409, "Member id in use by another process"],
-  "bucket-not-held": [409, "Bucket not held at that term"],
-  "precondition-failed": [412, "Revision is not current"],
-  "payload-too-large": [413, "Request body too large"],
-  "unsupported-media-type": [415, "Expected application/json"],
-  "precondition-required": [428, "If-Match or If-None-Match required"],
-  "over-limit": [429, "Over a bound of this server"],
-  "over-capacity": [503, "Server at a bound of its capacity"],
-  "streaming-unavailable": [501, "Streams not served by this deployment"],
-  corrupt: [500, "Stored record is unreadable"],
-  "store-unavailable": [503, "Store unavailable or outcome unknown"],
-  internal: [500, "Internal error"],
-} as const;
-
-export type ProblemKind = keyof typeof kinds;
 
 export class ProblemError extends Error {
   readonly status: number;
@@ -58,12 +33,12 @@ export class ProblemError extends Error {
     } = {},
   ) {
     super(detail);
-    this.status = kinds[kind][0];
+    this.status = PROBLEM_KINDS[kind][0];
   }
 
   toBody(): ProblemView {
-    const [status, title] = kinds[this.kind];
-    const body: ProblemView = { type: `urn:leasehold:problem:${this.kind}`, title, status, detail: this.detail };
+    const [status, title] = PROBLEM_KINDS[this.kind];
+    const body: ProblemView = { type: problemType(this.kind), title, status, detail: this.detail };
     if (this.extra.errors) body.errors = this.extra.errors;
     if (this.extra.lease) body.lease = this.extra.lease;
     if (this.extra.leader !== undefined) body.leader = this.extra.leader;
@@ -81,24 +56,11 @@ export class ProblemError extends Error {
   }
 }
 
-/** "term: expected ...; holder: expected ..." for a problem's detail (at most three fields). */
-export function describeIssues(errors: FieldIssue[]): string {
-  const shown = errors.slice(0, 3).map((e) => (e.path ? `${e.path}: ${e.message}` : e.message));
-  return shown.join("; ") + (errors.length > 3 ? `; and ${errors.length - 3} more (see errors)` : "");
-}
-
 /** Whatever a route threw, as the problem to answer: never a backend's message or a stack. */
 export function toProblem(error: unknown): ProblemError {
   if (error instanceof ProblemError) return error;
-  const e = error as {
-    name?: string;
-    message?: string;
-    issues?: Array<{ path: string; message: string }>;
-    status?: number;
-  };
-  if (e.name === "LeaseValidationError") {
-    return new ProblemError("validation", e.message ?? "invalid request", { errors: e.issues ?? [] });
-  }
+  if (isLeaseValidationError(error)) return new ProblemError("validation", error.message, { errors: error.issues });
+  const e = error as { message?: string; status?: number };
   // Hono's own HTTPException (e.g. a body that is not JSON) carries a 4xx status.
   if (e.status === 400 || error instanceof SyntaxError) {
     return new ProblemError("validation", "the body is not valid JSON", {
@@ -109,8 +71,13 @@ export function toProblem(error: unknown): ProblemError {
   return new ProblemError("internal", "unexpected server error");
 }
 
+/** A problem as an HTTP answer: the only place a problem body and its headers are written. */
+export function problemAnswer(p: ProblemError): { status: number; headers: Record<string, string>; body: string } {
+  return { status: p.status, headers: problemHeaders(p), body: JSON.stringify(p.toBody()) };
+}
+
 /** The headers of a problem answer: its type, and Retry-After, Allow, WWW-Authenticate where they apply. */
-export function problemHeaders(p: ProblemError): Record<string, string> {
+function problemHeaders(p: ProblemError): Record<string, string> {
   const headers: Record<string, string> = { "Content-Type": PROBLEM_TYPE };
   if (p.extra.retryAfter !== undefined) headers["Retry-After"] = String(p.extra.retryAfter);
   if (p.extra.allow !== undefined) headers.Allow = p.extra.allow;

@@ -2,8 +2,9 @@
  * How a backend declares itself (STYLE.md 14, after unstorage's `defineDriver`): its URL
  * scheme(s) and how a URL of them reads, its options as a zod schema (the one its store's
  * constructor validates with), the runtimes it runs on (or why not), its limits, and how it opens
- * a store, with or without a client the caller brings. src/open-store.ts is the registry of these
- * declarations; nothing outside a declaration knows its backend's options or name rules.
+ * a store, with or without a client the caller brings. ./registry.ts lists the declarations and
+ * src/open-store.ts chooses among them; nothing outside a declaration knows its backend's options,
+ * name rules or environment.
  *
  * A declaration is pure: it imports no SDK and no Node API, so the registry can hold every one of
  * them and the Worker bundle stays small. It names its store module; the registry loads it (and
@@ -13,6 +14,7 @@
  * Runtime-neutral.
  */
 import type { z } from "zod";
+import type { FieldIssue } from "../errors.js";
 import type { LeaseStore, StoreLimits } from "../lease.js";
 
 /** Where a store may run: Node (library, CLI, `npm start`), the Lambda handler, the Worker. */
@@ -42,15 +44,28 @@ export interface Backend<Spec extends { kind: string } = { kind: string }> {
   /** Each runtime: true, or why the store is refused there. */
   runtimes: Record<Runtime, true | string>;
   limits?: StoreLimits;
-  /** The environment variables `open` takes defaults from. */
-  env?: readonly string[];
+  /**
+   * The environment variables `open` takes defaults from (region, project, token, keys), each with
+   * the rule its value keeps. A server reads these, passes them on to `open`, and refuses them
+   * where no backend that reads them runs.
+   */
+  env?: Readonly<Record<string, z.ZodType<string>>>;
+  /**
+   * What a URL of this backend still needs from `env` to open on `runtime`, checked when a server
+   * starts so that a missing region or key refuses to start instead of failing the first request.
+   * Each issue names the variable (`path`), or the URL itself (`path: ""`). Pure.
+   */
+  check?(spec: Spec, env: Record<string, string | undefined>, runtime: Runtime): FieldIssue[];
   /** Describes a URL of this backend's scheme; throws `LeaseValidationError` naming the wrong part. Pure. */
   parse(url: string): Spec;
   /**
-   * The store module, relative to src/ (the registry loads it with a computed import, which also
-   * loads its SDK); absent for a store in the core.
+   * The store module, relative to src/ (src/open-store.ts loads it with a computed import, which
+   * also loads its SDK); absent for a store in the core.
    */
   module?: string;
   /** Opens the store a parsed URL names, from its loaded module. */
   open(spec: Spec, context: OpenContext): LeaseStore;
 }
+
+/** A store module as `open` receives it (`OpenContext.module`): its store class under `Name`. */
+export type StoreModule<Name extends string, Options> = { [K in Name]: new (options: Options) => LeaseStore };

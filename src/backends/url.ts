@@ -1,22 +1,15 @@
 /**
  * What the backends' URL parsers share (./backend.ts): one error shape that names the wrong part
- * and lists every accepted form, and the readers of hosts, paths, query parameters and endpoints.
- * Imported as a namespace (`import * as parts from "./url.js"`). Runtime-neutral.
+ * (src/open-store.ts adds every accepted form to its message), and the readers of hosts, paths,
+ * query parameters and endpoints. Imported as a namespace (`import * as parts from "../url.js"`).
+ * Runtime-neutral.
  */
 import type { z } from "zod";
 import { LeaseValidationError } from "../errors.js";
 
-/** Every accepted form of every backend, filled in by the registry for error messages. */
-let allForms: readonly string[] = [];
-export function setForms(forms: readonly string[]): void {
-  allForms = forms;
-}
-
-/** A bad part of a store URL, with every accepted form in the message. */
+/** A bad part of a store URL. */
 export function invalid(part: string, message: string): LeaseValidationError {
-  return new LeaseValidationError("store URL", [
-    { path: part, message: `${message} (accepted forms: ${allForms.join(" | ")})` },
-  ]);
+  return new LeaseValidationError("store URL", [{ path: part, message }]);
 }
 
 /**
@@ -99,7 +92,5 @@ export function check(schema: z.ZodType, value: unknown, part: string, got = val
   }
 }
 
-/** Copies the defined entries of `values`: the specs leave out what the URL did not say. */
-export function defined<T extends Record<string, unknown>>(values: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as never;
-}
+/** The specs leave out what the URL did not say (src/defined.ts). */
+export { defined } from "../defined.js";

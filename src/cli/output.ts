@@ -4,7 +4,9 @@
  * pipe stdout without filtering.
  */
 import { isLeaseholdApiError } from "../http/api-error.js";
-import type { LeaseRecord, Stored } from "../lease.js";
+import { leaseView } from "../http/lease-view.js";
+import type { LeaseView } from "../http/schemas.js";
+import type { Stored } from "../lease.js";
 
 /** Where a command writes; the entry passes the process streams, tests may pass buffers. */
 export interface CliIo {
@@ -39,46 +41,25 @@ export function formatDuration(ms: number): string {
 export type LeaseState = "held" | "expired" | "released";
 
 /**
- * A record as an operator reads it. Expiry is judged from the writer's `renewedAt` against this
+ * A lease as an operator reads it: the one view of a stored lease (`LeaseView`, as the API shows
+ * it), with its state and the time left judged from the writer's `renewedAt` against this
  * machine's wall clock: informational only (electors decide by their own monotonic clocks).
  */
-export interface LeaseView {
-  name: string;
-  holder: string | null;
-  term: number;
+export interface LeaseStatus extends LeaseView {
   state: LeaseState;
-  /** Wall-clock ms at which the lease runs out without a renewal; null once released. */
-  expiresAt: number | null;
   /** `expiresAt - now`: negative once expired; null once released. */
   expiresInMs: number | null;
-  leaseMs: number;
-  acquiredAt: number;
-  renewedAt: number;
-  metadata: Record<string, string>;
-  revision: string;
 }
 
-export function viewOf(stored: Stored, now: number): LeaseView {
-  const r: LeaseRecord = stored.record;
-  const expiresAt = r.holder === null ? null : r.renewedAt + r.leaseMs;
-  const expiresInMs = expiresAt === null ? null : expiresAt - now;
-  return {
-    name: r.name,
-    holder: r.holder,
-    term: r.term,
-    state: expiresInMs === null ? "released" : expiresInMs > 0 ? "held" : "expired",
-    expiresAt,
-    expiresInMs,
-    leaseMs: r.leaseMs,
-    acquiredAt: r.acquiredAt,
-    renewedAt: r.renewedAt,
-    metadata: r.metadata,
-    revision: stored.revision,
-  };
+export function statusOf(stored: Stored, now: number): LeaseStatus {
+  const view = leaseView(stored);
+  const expiresInMs = view.holder === null ? null : view.expiresAt - now;
+  const state = expiresInMs === null ? "released" : expiresInMs > 0 ? "held" : "expired";
+  return { ...view, state, expiresInMs };
 }
 
 /** "12.3s", "expired 4.1s ago" or "released". */
-export function describeExpiry(view: LeaseView): string {
+export function describeExpiry(view: LeaseStatus): string {
   if (view.expiresInMs === null) return "released";
   if (view.expiresInMs > 0) return formatDuration(view.expiresInMs);
   return `expired ${formatDuration(view.expiresInMs)} ago`;

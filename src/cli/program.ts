@@ -7,6 +7,7 @@
 
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { defined } from "../defined.js";
 import {
   isLeaseCorruptError,
   isLeaseStoreError,
@@ -14,7 +15,7 @@ import {
   isStoreUnavailableError,
   LeaseValidationError,
 } from "../errors.js";
-import { chooseStoreUrl, DEFAULT_DB, STORE_URL_FORMS, type StoreSource } from "../open-store.js";
+import { type ChosenStore, chooseStoreUrl, DEFAULT_DB, storeUrlFormsOn } from "../open-store.js";
 import { doctorCommand } from "./doctor.js";
 import { migrateGroupCommand } from "./migrate-group.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
@@ -45,17 +46,12 @@ const ms = wholeNumber("a whole number of milliseconds");
 function storeOption(): Option {
   return new Option(
     "--store <url>",
-    `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
+    `where leases live: ${storeUrlFormsOn("node").join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
   );
 }
 
 /** Which store a command uses and what chose it, as `npm start` chooses (README: "Server configuration"). */
-export interface StoreChoice {
-  url: string;
-  from: StoreSource;
-}
-
-export function chooseStore(env: CliIo["env"], given: string | undefined): StoreChoice {
+export function chooseStore(env: CliIo["env"], given: string | undefined): ChosenStore {
   const { url, from } = chooseStoreUrl({ flag: given, store: env.LEASEHOLD_STORE, db: env.LEASEHOLD_DB });
   return { url, from };
 }
@@ -63,7 +59,7 @@ export function chooseStore(env: CliIo["env"], given: string | undefined): Store
 export function buildProgram(
   io: CliIo,
   setExitCode: (code: number) => void,
-  chosen: (choice: StoreChoice) => void = () => undefined,
+  chosen: (choice: ChosenStore) => void = () => undefined,
 ): Command {
   const storeOf = (_io: CliIo, given: string | undefined): string => {
     const choice = chooseStore(io.env, given);
@@ -112,12 +108,14 @@ Examples:
             lease: opts.lease,
             once: opts.once === true,
             command,
-            ...(opts.identity === undefined ? {} : { identity: opts.identity }),
-            ...(opts.leaseMs === undefined ? {} : { leaseMs: opts.leaseMs }),
-            ...(opts.renewMs === undefined ? {} : { renewMs: opts.renewMs }),
-            ...(opts.retryMs === undefined ? {} : { retryMs: opts.retryMs }),
-            ...(opts.pollMs === undefined ? {} : { pollMs: opts.pollMs }),
-            ...(opts.graceMs === undefined ? {} : { graceMs: opts.graceMs }),
+            ...defined({
+              identity: opts.identity,
+              leaseMs: opts.leaseMs,
+              renewMs: opts.renewMs,
+              retryMs: opts.retryMs,
+              pollMs: opts.pollMs,
+              graceMs: opts.graceMs,
+            }),
           },
           io,
         ),
@@ -203,7 +201,7 @@ term to <group>/_buckets/<i> (the next owner takes term + 1), then writes <group
   program
     .command("doctor")
     .description("check that a store keeps the lease contract (on scratch names of its own), and how fast it answers")
-    .argument("<store-url>", `the store to check: ${STORE_URL_FORMS.join(", ")}`)
+    .argument("<store-url>", `the store to check: ${storeUrlFormsOn("node").join(", ")}`)
     .option("--rounds <n>", "rounds of each race (default 30)", wholeNumber("a whole number of rounds", 10_000), 30)
     .option(
       "--writers <n>",
@@ -243,7 +241,7 @@ Examples:
     .addOption(
       new Option(
         "--store <url>",
-        `where leases live: ${STORE_URL_FORMS.join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
+        `where leases live: ${storeUrlFormsOn("node").join(", ")} (default: $LEASEHOLD_STORE, else sqlite:$LEASEHOLD_DB, else ${DEFAULT_STORE})`,
       ),
     )
     .option("--insecure-no-auth", "serve without tokens even off loopback (as LEASEHOLD_INSECURE_NO_AUTH=1)", false)
@@ -260,9 +258,7 @@ LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`
         await serveCommand(
           {
             flags: {
-              ...(opts.store === undefined ? {} : { store: opts.store }),
-              ...(opts.host === undefined ? {} : { host: opts.host }),
-              ...(opts.port === undefined ? {} : { port: opts.port }),
+              ...defined({ store: opts.store, host: opts.host, port: opts.port }),
               ...(opts.insecureNoAuth === true ? { insecureNoAuth: true } : {}),
             },
             json: opts.json === true,
@@ -278,7 +274,7 @@ LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`
 /** Runs one command line; resolves to the process exit code. Never throws. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let code = 0;
-  let store: StoreChoice | undefined;
+  let store: ChosenStore | undefined;
   const program = buildProgram(
     io,
     (c) => {

@@ -9,7 +9,7 @@ import { CasWriter } from "../elector/cas.js";
 import { ReleaseRefusedError } from "../errors.js";
 import { type LeaseStore, releasedRecord, type Stored, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { type CliIo, viewOf } from "./output.js";
+import { type CliIo, statusOf } from "./output.js";
 
 export interface ReleaseOptions {
   store: string;
@@ -80,7 +80,7 @@ export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<numb
     report(io, o.json, {
       released: outcome.released,
       alreadyReleased: !outcome.released,
-      ...viewOf(outcome.stored, Date.now()),
+      ...statusOf(outcome.stored, Date.now()),
     });
     if (!o.json) {
       io.say(

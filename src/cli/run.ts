@@ -21,7 +21,9 @@
  *             until CMD has exited (trackWork), SIGKILL after the grace period, then releases so
  *             the next candidate takes over at once. SIGHUP is only forwarded (daemons reload on it).
  */
+
 import { hostname } from "node:os";
+import { defined } from "../defined.js";
 import { resolveElectorOptions } from "../elector/options.js";
 import { Elector, type ElectorOptions } from "../elector.js";
 import {
@@ -69,11 +71,7 @@ function electorOptions(store: LeaseStore, o: RunOptions): ElectorOptions & { gr
     name: o.lease,
     identity: o.identity ?? `${hostname()}-${process.pid}`,
     metadata: { host: hostname(), pid: String(process.pid) },
-    ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
-    ...(o.renewMs === undefined ? {} : { renewMs: o.renewMs }),
-    ...(o.retryMs === undefined ? {} : { retryMs: o.retryMs }),
-    ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
-    ...(o.graceMs === undefined ? {} : { graceMs: o.graceMs }),
+    ...defined({ leaseMs: o.leaseMs, renewMs: o.renewMs, retryMs: o.retryMs, pollMs: o.pollMs, graceMs: o.graceMs }),
   };
   try {
     // The Elector runs this check too; running it here names the user's flags in the error.

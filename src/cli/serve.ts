@@ -1,11 +1,11 @@
 /**
  * `leasehold serve`: the HTTP API on Node, exactly as `npm start` runs it (src/runtime/node.ts):
- * the same variables (src/runtime/config.ts), with the flags --store, --host, --port and
+ * the same variables (src/api/config/policy.ts), with the flags --store, --host, --port and
  * --insecure-no-auth overriding LEASEHOLD_STORE, HOST, PORT and LEASEHOLD_INSECURE_NO_AUTH.
  * Tokens come from LEASEHOLD_TOKENS only: a secret does not belong on a command line, where every
  * user's `ps` can read it.
  */
-import type { ServeFlags } from "../runtime/config.js";
+import type { ServeFlags } from "../api/config/policy.js";
 import type { CliIo } from "./output.js";
 
 export interface ServeCliOptions {
@@ -16,7 +16,7 @@ export interface ServeCliOptions {
 export async function serveCommand(o: ServeCliOptions, io: CliIo): Promise<number> {
   // Loaded on use: the other commands do not pay for the HTTP server's modules.
   const [{ readServerConfig }, { startServer }] = await Promise.all([
-    import("../runtime/config.js"),
+    import("../api/config/policy.js"),
     import("../runtime/node.js"),
   ]);
   // Listening for the signals before the address is printed: a supervisor (or a test) may stop

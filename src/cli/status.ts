@@ -13,8 +13,8 @@ import {
   EXIT_RUNTIME,
   formatDuration,
   formatTable,
-  type LeaseView,
-  viewOf,
+  type LeaseStatus,
+  statusOf,
 } from "./output.js";
 
 export interface StatusOptions {
@@ -50,8 +50,8 @@ export async function statusCommand(o: StatusOptions, io: CliIo): Promise<number
       else for (const line of groupTable(status, now)) io.out(line);
       return 0;
     }
-    const views: LeaseView[] = [];
-    for await (const stored of store.list(prefix)) views.push(viewOf(stored, now));
+    const views: LeaseStatus[] = [];
+    for await (const stored of store.list(prefix)) views.push(statusOf(stored, now));
     if (o.json) {
       io.out(JSON.stringify(views));
     } else if (views.length === 0) {

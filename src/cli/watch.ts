@@ -8,7 +8,7 @@ import { systemClock } from "../clock.js";
 import type { LeaseStore, Stored } from "../lease.js";
 import { validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
-import { authFailure, type CliIo, describeExpiry, errorMessage, viewOf } from "./output.js";
+import { authFailure, type CliIo, describeExpiry, errorMessage, statusOf } from "./output.js";
 
 export interface WatchOptions {
   store: string;
@@ -22,10 +22,11 @@ export interface WatchOptions {
   onPoll?: () => void;
 }
 
-export type WatchEvent = "current" | "absent" | "created" | "acquired" | "renewed" | "released" | "expired";
+/** What `leasehold watch` prints a line for. */
+export type LeaseChange = "current" | "absent" | "created" | "acquired" | "renewed" | "released" | "expired";
 
 /** What happened between two observations of one lease; `undefined` when nothing changed. */
-export function changeOf(previous: Stored | null | undefined, next: Stored | null): WatchEvent | undefined {
+export function changeOf(previous: Stored | null | undefined, next: Stored | null): LeaseChange | undefined {
   if (previous === undefined) return next ? "current" : "absent";
   if (next === null) return previous === null ? undefined : "absent";
   if (previous === null) return "created";
@@ -52,17 +53,17 @@ export async function watchCommand(o: WatchOptions, io: CliIo): Promise<number> 
   let last: Stored | null | undefined;
   let expiryTimer: NodeJS.Timeout | undefined;
 
-  const print = (event: WatchEvent, stored: Stored | null) => {
+  const print = (event: LeaseChange, stored: Stored | null) => {
     const time = new Date().toISOString();
     if (o.json) {
-      io.out(JSON.stringify({ time, event, name, lease: stored ? viewOf(stored, Date.now()) : null }));
+      io.out(JSON.stringify({ time, event, name, lease: stored ? statusOf(stored, Date.now()) : null }));
       return;
     }
     if (!stored) {
       io.out(`${time}  ${event.padEnd(8)}  ${name}  (no record)`);
       return;
     }
-    const view = viewOf(stored, Date.now());
+    const view = statusOf(stored, Date.now());
     const expiry =
       view.state === "released" ? "" : view.state === "held" ? `  expires in ${describeExpiry(view)}` : "  (expired)";
     io.out(`${time}  ${event.padEnd(8)}  ${name}  holder=${view.holder ?? "-"} term=${view.term}${expiry}`);

@@ -31,6 +31,7 @@ import type {
 } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
+import { zodIssues } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
 
@@ -168,8 +169,8 @@ function parseOptions(
 ): { term: number; attribute: string } {
   const result = optionsSchema.safeParse(options);
   if (!result.success) {
-    for (const issue of result.error.issues) {
-      issues.push({ path: ["options", ...issue.path.map(String)].join("."), message: issue.message });
+    for (const issue of zodIssues(result.error)) {
+      issues.push({ ...issue, path: issue.path === "" ? "options" : `options.${issue.path}` });
     }
   }
   if (issues.length > 0 || !result.success) throw new LeaseValidationError(what, issues);

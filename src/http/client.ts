@@ -10,28 +10,33 @@
  * retry after it applied would answer 409 `bucket-not-held`.
  */
 import type { z } from "zod";
+import { systemClock } from "../clock.js";
+import { describeIssues } from "../errors.js";
 import { LeaseholdApiError } from "./api-error.js";
+import type {
+  HandoffConfirmation,
+  HandoffResultView,
+  HeartbeatRequest,
+  HeartbeatView,
+  LeaseListView,
+  LeaseResultView,
+  LeaseView,
+  LeaveRequest,
+  MemberLeftView,
+  ProblemView,
+  RecordWrite,
+  WatchEventView,
+} from "./schemas.js";
 import {
-  type HandoffConfirmation,
   HandoffResult,
-  type HandoffResultView,
   Heartbeat,
-  type HeartbeatRequest,
-  type HeartbeatView,
   INSTANCE_HEADER,
   INSTANCE_PATTERN,
   Lease,
   LeaseList,
-  type LeaseListView,
   LeaseResult,
-  type LeaseResultView,
-  type LeaseView,
-  type LeaveRequest,
   MemberLeft,
-  type MemberLeftView,
   Problem,
-  type ProblemView,
-  type RecordWrite,
 } from "./schemas.js";
 import { readSse } from "./sse.js";
 
@@ -54,11 +59,8 @@ export interface ClientOptions {
   instance?: string;
 }
 
-export interface WatchEvent {
-  lease: LeaseView | null;
-  /** Released, never created, or expired by the server's rule: a candidate may acquire it now. */
-  free: boolean;
-}
+/** Who renews or releases a term: its holder, at that term, as this client's instance unless named. */
+type HeldTerm = { holder: string; term: number; instance?: string };
 
 /** A watch that lost its connection reconnects this many times in a row before it gives up. */
 const WATCH_RECONNECTS = 3;
@@ -122,41 +124,15 @@ export class LeaseholdClient {
     body: { holder: string; leaseMs: number; metadata?: Record<string, string>; instance?: string },
     signal?: AbortSignal,
   ): Promise<LeaseResultView> {
-    return this.leaseResult({
-      method: "POST",
-      path: `${LeaseholdClient.leasePath(name)}/acquire`,
-      body: { instance: this.instance, ...body },
-      retry: true,
-      signal,
-    });
+    return this.leaseVerb(name, "acquire", body, signal);
   }
 
-  async renew(
-    name: string,
-    body: { holder: string; term: number; instance?: string },
-    signal?: AbortSignal,
-  ): Promise<LeaseResultView> {
-    return this.leaseResult({
-      method: "POST",
-      path: `${LeaseholdClient.leasePath(name)}/renew`,
-      body: { instance: this.instance, ...body },
-      retry: true,
-      signal,
-    });
+  async renew(name: string, body: HeldTerm, signal?: AbortSignal): Promise<LeaseResultView> {
+    return this.leaseVerb(name, "renew", body, signal);
   }
 
-  async release(
-    name: string,
-    body: { holder: string; term: number; instance?: string },
-    signal?: AbortSignal,
-  ): Promise<LeaseResultView> {
-    return this.leaseResult({
-      method: "POST",
-      path: `${LeaseholdClient.leasePath(name)}/release`,
-      body: { instance: this.instance, ...body },
-      retry: true,
-      signal,
-    });
+  async release(name: string, body: HeldTerm, signal?: AbortSignal): Promise<LeaseResultView> {
+    return this.leaseVerb(name, "release", body, signal);
   }
 
   /** `null` when the lease never existed. */
@@ -207,14 +183,7 @@ export class LeaseholdClient {
    * `session-ended` or `member-in-use`) means: stop all work.
    */
   async heartbeat(group: string, member: string, body: HeartbeatRequest, signal?: AbortSignal): Promise<HeartbeatView> {
-    const res = await this.send({
-      method: "POST",
-      path: `${LeaseholdClient.memberPath(group, member)}/heartbeat`,
-      body,
-      retry: true,
-      signal,
-    });
-    return this.parse(res, Heartbeat);
+    return this.memberVerb(group, member, "heartbeat", body, Heartbeat, true, signal);
   }
 
   /** The work on a bucket listed in `handoffs` has stopped: the server moves the bucket on. */
@@ -224,26 +193,12 @@ export class LeaseholdClient {
     body: HandoffConfirmation,
     signal?: AbortSignal,
   ): Promise<HandoffResultView> {
-    const res = await this.send({
-      method: "POST",
-      path: `${LeaseholdClient.memberPath(group, member)}/handoff`,
-      body,
-      retry: false,
-      signal,
-    });
-    return this.parse(res, HandoffResult);
+    return this.memberVerb(group, member, "handoff", body, HandoffResult, false, signal);
   }
 
   /** Graceful leave, once all the member's work has stopped: its buckets are free at once. */
   async leave(group: string, member: string, body: LeaveRequest, signal?: AbortSignal): Promise<MemberLeftView> {
-    const res = await this.send({
-      method: "POST",
-      path: `${LeaseholdClient.memberPath(group, member)}/leave`,
-      body,
-      retry: true,
-      signal,
-    });
-    return this.parse(res, MemberLeft);
+    return this.memberVerb(group, member, "leave", body, MemberLeft, true, signal);
   }
 
   /**
@@ -253,7 +208,7 @@ export class LeaseholdClient {
    * server ends on purpose (an "end" event: a Lambda invocation's deadline) is resumed at once and
    * never counts as a failure. An HTTP error answer (401, 403, 404, 501, ...) throws at once.
    */
-  async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEvent> {
+  async *watch(name: string, signal: AbortSignal): AsyncIterable<WatchEventView> {
     let lastEventId: string | undefined;
     for (let failures = 0; ; ) {
       let res: Response;
@@ -304,14 +259,40 @@ export class LeaseholdClient {
     }
   }
 
-  private async leaseResult(call: Call): Promise<LeaseResultView> {
-    const res = await this.send(call);
+  /** A write verb on one lease, as this client's instance unless the body names one; safe to retry. */
+  private async leaseVerb(
+    name: string,
+    verb: "acquire" | "renew" | "release",
+    body: object,
+    signal: AbortSignal | undefined,
+  ): Promise<LeaseResultView> {
+    const res = await this.send({
+      method: "POST",
+      path: `${LeaseholdClient.leasePath(name)}/${verb}`,
+      body: { instance: this.instance, ...body },
+      retry: true,
+      signal,
+    });
     if (res.status === 409) {
       const problem = Problem.parse(await res.json());
       if (problem.lease) return { leader: false, lease: problem.lease };
       throw new LeaseholdApiError(409, problem, problem.detail);
     }
     return this.parse(res, LeaseResult);
+  }
+
+  /** A sharded member's call: `retry` only where sending it twice is harmless. */
+  private async memberVerb<T extends z.ZodType>(
+    group: string,
+    member: string,
+    verb: "heartbeat" | "handoff" | "leave",
+    body: unknown,
+    schema: T,
+    retry: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<z.output<T>> {
+    const path = `${LeaseholdClient.memberPath(group, member)}/${verb}`;
+    return this.parse(await this.send({ method: "POST", path, body, retry, signal }), schema);
   }
 
   private async parse<T extends z.ZodType>(res: Response, schema: T): Promise<z.output<T>> {
@@ -326,7 +307,7 @@ export class LeaseholdClient {
     } catch {
       problem = undefined;
     }
-    const fields = problem?.errors?.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ");
+    const fields = problem?.errors === undefined ? undefined : describeIssues(problem.errors);
     const retryAfter = /^\d{1,9}$/.test(res.headers.get("retry-after") ?? "")
       ? Number(res.headers.get("retry-after"))
       : undefined;
@@ -378,11 +359,7 @@ export class LeaseholdClient {
 function backoff(attempt: number, retryAfter: string | null, signal?: AbortSignal): Promise<void> {
   const hinted = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : 0;
   const ms = Math.min(Math.max(hinted, 100 * 2 ** attempt * (1 + Math.random() * 0.2)), 5000);
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
+  // systemClock's sleep removes its abort listener when the wait ends either way: a long-lived
+  // signal (an elector's) would otherwise gather one listener per back-off.
+  return systemClock.sleep(ms, signal);
 }

@@ -4,7 +4,8 @@
  * The `LeaseStore` over the API is `leasehold/stores/http`; the server is `leasehold/api`.
  * Runtime-neutral (fetch only).
  */
-export { type ClientOptions, LeaseholdClient, type WatchEvent } from "./client.js";
+export { isLeaseholdApiError, LeaseholdApiError } from "./api-error.js";
+export { type ClientOptions, LeaseholdClient } from "./client.js";
 export {
   AcquireBody,
   AskedHandoff,
@@ -28,9 +29,12 @@ export {
   MemberLeft,
   type MemberLeftView,
   Problem,
+  ProblemKind,
   type ProblemView,
   RecordBody,
   type RecordWrite,
   TermBody,
+  WatchEvent,
+  type WatchEventView,
 } from "./schemas.js";
 export { readSse, type SseMessage } from "./sse.js";

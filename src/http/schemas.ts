@@ -12,6 +12,7 @@
  * exactly). What JSON Schema cannot state is said in words: metadata's size as JSON, and that a
  * request body is I-JSON (no unpaired surrogates in any string, checked before these schemas).
  */
+
 import { z } from "zod";
 import {
   digestSchema,
@@ -31,6 +32,7 @@ import {
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
+import { PROBLEM_KIND_NAMES } from "./problem-kinds.js";
 
 /** 2^53-1: beyond it a JSON number no longer names one integer (9007199254740993 reads as ...992). */
 export const MAX_WIRE_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -39,7 +41,18 @@ export const MAX_WIRE_INTEGER = Number.MAX_SAFE_INTEGER;
  * A whole number within [min, max]. The bound is checked first and stops there, so a number
  * beyond 2^53-1 (which JSON cannot carry exactly) gets one clear message, not "not whole".
  */
-function wholeNumber(min: number, max: number, messages: { type: string; min: string; max: string; int: string }) {
+/** A whole number in [min, max]; each message defaults to the plain one ("expected at least 1"). */
+function wholeNumber(
+  min: number,
+  max: number,
+  given: { type?: string; min?: string; max?: string; int?: string } = {},
+) {
+  const messages = {
+    type: given.type ?? "expected a number",
+    min: given.min ?? `expected at least ${min}`,
+    max: given.max ?? `expected at most ${max}`,
+    int: given.int ?? "expected a whole number",
+  };
   return z
     .number({
       error: (issue) =>
@@ -58,10 +71,8 @@ const beyondJson = `expected at most ${MAX_WIRE_INTEGER} (2^53-1, the largest in
 
 const term = (min: 0 | 1) =>
   wholeNumber(min, MAX_WIRE_INTEGER, {
-    type: "expected a number",
     min: min === 1 ? "expected a term of at least 1" : "expected a non-negative whole number",
     max: beyondJson,
-    int: "expected a whole number",
   }).meta({ description: "Fencing token: +1 each time leadership passes to a holder; kept by a release" });
 
 const leaseMs = wholeNumber(MIN_LEASE_MS, MAX_LEASE_MS, {
@@ -250,6 +261,7 @@ export const RecordBody = z
     id: "RecordWrite",
     description: "A whole lease record but renewedAt, which the server stamps; `holder: null` releases",
   });
+export type RecordWrite = z.infer<typeof RecordBody>;
 
 export const ListQuery = z.object({
   prefix: prefixSchema.optional().meta({ description: "Only names starting with this", example: "adapters/" }),
@@ -284,10 +296,12 @@ export const Lease = z
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });
+export type LeaseView = z.infer<typeof Lease>;
 
 export const LeaseResult = z
   .object({ leader: z.boolean().meta({ description: "True when the caller holds the lease" }), lease: Lease })
   .meta({ id: "LeaseResult" });
+export type LeaseResultView = z.infer<typeof LeaseResult>;
 
 export const LeaseList = z
   .object({
@@ -295,6 +309,7 @@ export const LeaseList = z
     next: recordName.nullable().meta({ description: "Cursor of the next page, or null on the last" }),
   })
   .meta({ id: "LeaseList" });
+export type LeaseListView = z.infer<typeof LeaseList>;
 
 export const FieldError = z
   .object({
@@ -303,9 +318,19 @@ export const FieldError = z
   })
   .meta({ id: "FieldError" });
 
+/** Every kind of problem the API answers (src/http/problem-kinds.ts): a component of its own, for clients. */
+export const ProblemKind = z.enum(PROBLEM_KIND_NAMES).meta({
+  id: "ProblemKind",
+  description:
+    "What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds",
+});
+
 export const Problem = z
   .object({
-    type: z.string().meta({ description: "urn:leasehold:problem:<kind>", example: "urn:leasehold:problem:conflict" }),
+    type: z.string().meta({
+      description: "urn:leasehold:problem:<kind>, the kind one of ProblemKind",
+      example: "urn:leasehold:problem:conflict",
+    }),
     title: z.string(),
     status: z.number().int().min(400).max(599),
     detail: z.string(),
@@ -334,6 +359,7 @@ export const Problem = z
     description:
       "RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)",
   });
+export type ProblemView = z.infer<typeof Problem>;
 
 /** The data of one watch event (`event: lease`, `id:` the revision or "none"). */
 export const WatchEvent = z
@@ -345,6 +371,7 @@ export const WatchEvent = z
     id: "WatchEvent",
     description: 'The JSON data of each "lease" event of a watch stream; `lease` is null when the lease never existed',
   });
+export type WatchEventView = z.infer<typeof WatchEvent>;
 
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 
@@ -393,7 +420,6 @@ const bucketIndex = wholeNumber(0, MAX_BUCKETS - 1, {
   type: "expected a bucket number",
   min: "expected a bucket number of at least 0",
   max: `expected a bucket number below ${MAX_BUCKETS}`,
-  int: "expected a whole number",
 }).meta({ description: "A bucket index, 0 to N - 1" });
 
 const bucketTerm = term(1).meta({
@@ -421,7 +447,6 @@ export const HeartbeatBody = z
       type: "expected a number of buckets",
       min: "expected at least 1 bucket",
       max: `expected at most ${MAX_BUCKETS} buckets`,
-      int: "expected a whole number",
     })
       .optional()
       .meta({
@@ -434,6 +459,7 @@ export const HeartbeatBody = z
     id: "HeartbeatRequest",
     description: "Renew (or start) this member's session and learn what it holds and what it is asked to give up",
   });
+export type HeartbeatRequest = z.infer<typeof HeartbeatBody>;
 
 export const HandoffBody = z
   .strictObject({
@@ -447,11 +473,13 @@ export const HandoffBody = z
     description:
       "The work on `bucket` at `term` has stopped (it was in `handoffs`): the server moves the bucket on with term + 1",
   });
+export type HandoffConfirmation = z.infer<typeof HandoffBody>;
 
 export const LeaveBody = z.strictObject({ instance, session: sessionTerm }).meta({
   id: "LeaveRequest",
   description: "All work of this session has stopped: end the session, freeing every bucket it held",
 });
+export type LeaveRequest = z.infer<typeof LeaveBody>;
 
 const memberId = wireMember.meta({ description: "A member id" });
 const groupName = wireGroup.meta({ description: "The group", example: "adapters/billing" });
@@ -482,12 +510,9 @@ export const Heartbeat = z
     member: memberId,
     session: sessionTerm,
     leaseMs,
-    buckets: wholeNumber(1, MAX_BUCKETS, {
-      type: "expected a number",
-      min: "expected at least 1",
-      max: `expected at most ${MAX_BUCKETS}`,
-      int: "expected a whole number",
-    }).meta({ description: "The group's bucket count N: a key belongs to bucketOf(key, N)" }),
+    buckets: wholeNumber(1, MAX_BUCKETS).meta({
+      description: "The group's bucket count N: a key belongs to bucketOf(key, N)",
+    }),
     epoch: term(1).meta({ description: "The config epoch: +1 each time the bucket count changes" }),
     held: z.array(HeldBucket).meta({
       description:
@@ -497,18 +522,16 @@ export const Heartbeat = z
       description: "Buckets to stop working on now; confirm each (confirmHandoff) once its work has stopped",
     }),
     members: z.array(memberId).meta({ description: "The live members the assignment is computed over" }),
-    unowned: wholeNumber(0, MAX_BUCKETS, {
-      type: "expected a number",
-      min: "expected at least 0",
-      max: `expected at most ${MAX_BUCKETS}`,
-      int: "expected a whole number",
-    }).meta({ description: "Buckets nobody is working on, as this server sees the group" }),
+    unowned: wholeNumber(0, MAX_BUCKETS).meta({
+      description: "Buckets nobody is working on, as this server sees the group",
+    }),
     settled: z.boolean().meta({
       description:
         "Every bucket is owned as the balanced assignment says and nothing is moving: heartbeat every renewal interval; while false, sooner (the retry interval)",
     }),
   })
   .meta({ id: "Heartbeat", description: "What a member holds and is asked to give up, after its session was renewed" });
+export type HeartbeatView = z.infer<typeof Heartbeat>;
 
 export const HandoffResult = z
   .object({
@@ -521,23 +544,12 @@ export const HandoffResult = z
     term: term(0).meta({ description: "The bucket's term now" }),
   })
   .meta({ id: "HandoffResult", description: "Where the bucket went" });
+export type HandoffResultView = z.infer<typeof HandoffResult>;
 
 export const MemberLeft = z
   .object({ group: groupName, member: memberId, session: sessionTerm })
   .meta({ id: "MemberLeft", description: "The session ended: every bucket it held is free for the others" });
+export type MemberLeftView = z.infer<typeof MemberLeft>;
 
 /** What the raw OpenAPI parts of the document (headers, SSE) say, from the same sources as the checks. */
 export const wirePatterns = { entityTag, instance: INSTANCE_PATTERN.source } as const;
-
-export type LeaseView = z.infer<typeof Lease>;
-export type LeaseResultView = z.infer<typeof LeaseResult>;
-export type LeaseListView = z.infer<typeof LeaseList>;
-export type ProblemView = z.infer<typeof Problem>;
-export type RecordWrite = z.infer<typeof RecordBody>;
-export type WatchEventView = z.infer<typeof WatchEvent>;
-export type HeartbeatRequest = z.infer<typeof HeartbeatBody>;
-export type HeartbeatView = z.infer<typeof Heartbeat>;
-export type HandoffConfirmation = z.infer<typeof HandoffBody>;
-export type HandoffResultView = z.infer<typeof HandoffResult>;
-export type LeaveRequest = z.infer<typeof LeaveBody>;
-export type MemberLeftView = z.infer<typeof MemberLeft>;

@@ -12,7 +12,11 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncIterable<
   const queue: SseMessage[] = [];
   const parser = createParser({ onEvent: (message) => queue.push(message) });
   // TextDecoderStream's writable side is typed for any BufferSource; bytes are what we feed it.
-  const decoder = new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>;
+  // (Typed by its shape: this module compiles with Node's types and, in the console, with the DOM's.)
+  const decoder = new TextDecoderStream() as unknown as {
+    readable: ReadableStream<string>;
+    writable: WritableStream<Uint8Array>;
+  };
   const reader = body.pipeThrough(decoder).getReader();
   try {
     for (;;) {

@@ -10,7 +10,7 @@
  * - `handler`: buffered, for API Gateway's HTTP API and a Function URL in BUFFERED mode. Every
  *   route but /watch, which answers 501 `streaming-unavailable` saying how to enable streaming (a
  *   buffered stream would reach its client only when the invocation times out).
- * Configuration from the function's environment, read by src/runtime/config.ts like every entry's
+ * Configuration from the function's environment, read by src/api/config/policy.ts like every entry's
  * (README: "Server configuration"): LEASEHOLD_STORE (required, a shared store: normally
  * dynamodb://TABLE, region from Lambda's AWS_REGION), LEASEHOLD_TOKENS or
  * LEASEHOLD_INSECURE_NO_AUTH=1 (behind IAM auth only), LEASEHOLD_MAX_SKEW_MS, and for streams
@@ -21,10 +21,12 @@
 
 import { handle, type LambdaContext, streamHandle } from "hono/aws-lambda";
 import { type AppOptions, createApp } from "../api/app.js";
+import { authConfig } from "../api/config/auth-mode.js";
+import { readServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
 import { byLevel, createLogger } from "../api/log.js";
 import type { Clock } from "../clock.js";
 import { openStore } from "../open-store.js";
-import { authConfig, readServerConfig, startupLine } from "./config.js";
 
 type Handler = ReturnType<typeof handle>;
 /** A streaming handler as the Lambda Node.js runtime calls it (after `awslambda.streamifyResponse`). */
@@ -76,7 +78,6 @@ async function lambdaApp(
   const config = readServerConfig(env, "lambda");
   const logger = createLogger(config.logFormat, byLevel);
   const log = options.log ?? ((line: string) => logger.info(line));
-  if (config.store.kind !== "url") throw new Error("the Lambda handler needs a store URL");
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
   const app = createApp({

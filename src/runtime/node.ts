@@ -1,34 +1,31 @@
 /**
  * The API on Node: `npm start` runs this file, `leasehold serve` calls `startServer` with its
  * flags laid over the environment. The variables, their defaults and bounds are read by
- * src/runtime/config.ts (README: "Server configuration"); a bad value refuses to start, naming the
+ * src/api/config/policy.ts (README: "Server configuration"); a bad value refuses to start, naming the
  * variable. One start-up line on stderr states the address, the store, the real auth mode and the
  * settings. SIGTERM/SIGINT close the listener, let open requests finish, then close the store.
  */
 
-import type { Server } from "node:http";
+import { type Server, STATUS_CODES } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import { serve as serveNode } from "@hono/node-server";
 import { type AdmissionOptions, type ApiLimits, createApp } from "../api/app.js";
 import type { TokenScope } from "../api/auth.js";
+import { type AuthMode, authConfig, resolveAuth } from "../api/config/auth-mode.js";
+import { readServerConfig, type ServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
+import { LISTENER_BOUNDS, type ListenerLimits } from "../api/config/variables.js";
 import type { ConsoleOptions } from "../api/console/options.js";
 import { LatenessProbe } from "../api/lateness.js";
 import { type ApiLogger, createLogger } from "../api/log.js";
+import { ProblemError, problemAnswer } from "../api/problems.js";
 import type { Clock } from "../clock.js";
+import { defined } from "../defined.js";
 import { LeaseValidationError } from "../errors.js";
+import type { ProblemKind } from "../http/problem-kinds.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
-import {
-  type AuthMode,
-  authConfig,
-  LISTENER_BOUNDS,
-  type ListenerLimits,
-  readServerConfig,
-  resolveAuth,
-  type ServerConfig,
-  startupLine,
-} from "./config.js";
 
 export interface ServeOptions {
   store: LeaseStore;
@@ -46,7 +43,7 @@ export interface ServeOptions {
   log?: ApiLogger;
   /** createApp's bounds (src/api/app.ts ApiLimits). */
   limits?: ApiLimits;
-  /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (config.ts). */
+  /** The listener's bounds: header and request timeouts, idle keep-alive, connection cap (src/api/config/policy.ts). */
   listener?: Partial<ListenerLimits>;
   /** The console at /ui and its change log (createApp's `console`). */
   console?: ConsoleOptions;
@@ -84,15 +81,17 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
   const app = createApp({
     store: options.store,
     auth: authConfig(auth),
-    ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
-    ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
-    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
-    ...(options.clock === undefined ? {} : { clock: options.clock }),
-    ...(options.log === undefined ? {} : { log: options.log }),
-    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...defined({
+      maxSkewMs: options.maxSkewMs,
+      watchPollMs: options.watchPollMs,
+      heartbeatMs: options.heartbeatMs,
+      clock: options.clock,
+      log: options.log,
+      limits: options.limits,
+    }),
     // Without tokens on loopback: only loopback Hosts, so DNS rebinding cannot reach it from a browser.
     ...(auth.mode === "none" && auth.because === "loopback" ? { allowedHosts: "loopback" as const } : {}),
-    ...(options.console === undefined ? {} : { console: options.console }),
+    ...defined({ console: options.console }),
     ...(admission ? { admission } : {}),
   });
   const bounds = { ...defaultListener(), ...options.listener };
@@ -137,49 +136,26 @@ function defaultListener(): ListenerLimits {
   return Object.fromEntries(Object.entries(LISTENER_BOUNDS).map(([k, b]) => [k, b.default])) as ListenerLimits;
 }
 
-/** A problem+json answer written on a raw socket: Node's own errors, before any request reached the app. */
-function rawProblem(
-  status: number,
-  reason: string,
-  kind: string,
-  title: string,
-  detail: string,
-  extra?: { header: string; bound: string },
-): string {
-  const body = JSON.stringify({
-    type: `urn:leasehold:problem:${kind}`,
-    title,
-    status,
-    detail,
-    ...(extra ? { bound: extra.bound } : {}),
-  });
+/** A problem answer written on a raw socket: Node's own refusals, before any request reached the app. */
+function rawAnswer(problem: ProblemError): string {
+  const { status, headers, body } = problemAnswer(problem);
   return [
-    `HTTP/1.1 ${status} ${reason}`,
-    "Content-Type: application/problem+json",
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     `Content-Length: ${Buffer.byteLength(body)}`,
     "Connection: close",
-    ...(extra ? [extra.header] : []),
     "",
     body,
   ].join("\r\n");
 }
 
-/** What Node refuses on its own, answered as problem+json (RFC 9457) like everything else. */
-const CLIENT_ERRORS: Record<string, [number, string, string, string, string]> = {
+/** What Node refuses on its own (its `clientError` codes), answered as problems like everything else. */
+const CLIENT_ERRORS: Record<string, [ProblemKind, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [
-    408,
-    "Request Timeout",
     "request-timeout",
-    "Request too slow",
     "the request's headers or body did not arrive within this server's timeouts",
   ],
-  HPE_HEADER_OVERFLOW: [
-    431,
-    "Request Header Fields Too Large",
-    "headers-too-large",
-    "Request headers too large",
-    "the request's headers are larger than this server accepts",
-  ],
+  HPE_HEADER_OVERFLOW: ["headers-too-large", "the request's headers are larger than this server accepts"],
 };
 
 /**
@@ -195,15 +171,8 @@ function guardListener(server: Server, maxConnections: number): void {
       socket.destroy();
       return;
     }
-    const known = CLIENT_ERRORS[error.code ?? ""];
-    const [status, reason, kind, title, detail] = known ?? [
-      400,
-      "Bad Request",
-      "bad-request",
-      "Malformed HTTP request",
-      "the request is not valid HTTP/1.1",
-    ];
-    socket.end(rawProblem(status, reason, kind, title, detail));
+    const [kind, detail] = CLIENT_ERRORS[error.code ?? ""] ?? ["bad-request", "the request is not valid HTTP/1.1"];
+    socket.end(rawAnswer(new ProblemError(kind, detail)));
   });
   let open = 0;
   server.on("connection", (socket: Socket) => {
@@ -211,13 +180,12 @@ function guardListener(server: Server, maxConnections: number): void {
     socket.once("close", () => open--);
     if (open <= maxConnections) return;
     socket.end(
-      rawProblem(
-        503,
-        "Service Unavailable",
-        "over-capacity",
-        "Server at a bound of its capacity",
-        `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
-        { header: "Retry-After: 1", bound: "maxConnections" },
+      rawAnswer(
+        new ProblemError(
+          "over-capacity",
+          `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
+          { bound: "maxConnections", retryAfter: 1 },
+        ),
       ),
     );
   });
@@ -244,7 +212,7 @@ export interface StartOptions {
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<StartedServer> {
   const logger = createLogger(config.logFormat);
   const log = options.log ?? ((line: string) => logger.info(line));
-  if (config.store.kind !== "url" || !config.listen) throw new Error(`${config.entry} has no Node listener`);
+  if (!config.listen) throw new Error(`${config.entry} has no Node listener`);
   for (const warning of config.warnings) log(`warning: ${warning}`);
   const store = await openStore(config.store.url, { env: config.storeEnv });
   let server: RunningServer;

@@ -2,12 +2,13 @@
  * The API on Cloudflare Workers (wrangler.toml's `main`): the same `createApp` as on Node, built
  * once per isolate from the Worker's bindings, plus the `LeaseObject` Durable Object class.
  *
- * Bindings and secrets (nothing secret belongs in wrangler.toml), read by src/runtime/config.ts
+ * Bindings and secrets (nothing secret belongs in wrangler.toml), read by src/api/config/policy.ts
  * like every entry's (README: "Server configuration"; docs/workers.md):
  *   LEASES                      Durable Object namespace of `LeaseObject`: the default store.
- *   LEASEHOLD_STORE             unset: the Durable Object store; or dynamodb://TABLE?region=R... for DynamoDB,
- *                               with the secrets AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN]
- *                               and AWS_REGION (or AWS_DEFAULT_REGION) when the URL has no region.
+ *   LEASEHOLD_STORE             unset: durable-object:LEASES; durable-object:BINDING for another binding of
+ *                               `LeaseObject`; or dynamodb://TABLE?region=R... for DynamoDB, with the secrets
+ *                               AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN] and AWS_REGION
+ *                               (or AWS_DEFAULT_REGION) when the URL has no region.
  *   LEASEHOLD_TOKENS            secret: JSON array of scoped tokens (see src/api/auth.ts).
  *   LEASEHOLD_INSECURE_NO_AUTH  "1" turns auth off (refused together with tokens). A Worker is public:
  *                               without either, every request is refused (500).
@@ -18,13 +19,17 @@
  */
 
 import { createApp } from "../api/app.js";
+import { authConfig } from "../api/config/auth-mode.js";
+import { readServerConfig, type ServerConfig } from "../api/config/policy.js";
+import { startupLine } from "../api/config/startup-line.js";
 import { byLevel, createLogger } from "../api/log.js";
-import { dynamoDbOptionsOf } from "../backends/dynamodb.js";
+import { ProblemError, problemAnswer } from "../api/problems.js";
+import type { LeaseNamespace } from "../backends/durable-object/wire.js";
 import type { LeaseStore } from "../lease.js";
-import { DurableObjectStore, type LeaseNamespace } from "../stores/durable-object.js";
-import { authConfig, readServerConfig, type ServerConfig, startupLine } from "./config.js";
+import { openStore } from "../open-store.js";
+import { WORKER_STORES } from "./worker-stores.js";
 
-export { LeaseObject } from "../stores/durable-object.js";
+export { LeaseObject } from "../backends/durable-object/object.js";
 
 export interface WorkerEnv {
   LEASES?: LeaseNamespace;
@@ -78,24 +83,19 @@ async function buildHandler(env: WorkerEnv): Promise<Handler> {
   } catch (error) {
     const detail = `the leasehold Worker is misconfigured: ${(error as Error).message}`;
     console.error(`leasehold: ${detail}`);
-    const body = JSON.stringify({
-      type: "urn:leasehold:problem:configuration",
-      title: "Misconfigured",
-      status: 500,
-      detail,
-    });
-    return () => new Response(body, { status: 500, headers: { "content-type": "application/problem+json" } });
+    const { status, headers, body } = problemAnswer(new ProblemError("configuration", detail));
+    return () => new Response(body, { status, headers });
   }
 }
 
 async function storeOf(config: ServerConfig, env: WorkerEnv): Promise<LeaseStore> {
-  if (config.store.kind === "durable-objects") {
-    if (!env.LEASES) throw new Error("bind the LeaseObject Durable Object as LEASES (see wrangler.toml)");
-    return new DurableObjectStore({ namespace: env.LEASES });
+  const { url, spec } = config.store;
+  const load = WORKER_STORES[spec.kind];
+  if (load === undefined) throw new Error(`the Worker does not bundle the ${spec.kind} store`);
+  // A Durable Object store's client is its namespace binding.
+  const client = spec.kind === "durable-object" ? (env as Record<string, unknown>)[spec.binding] : undefined;
+  if (spec.kind === "durable-object" && client === undefined) {
+    throw new Error(`bind the LeaseObject Durable Object as ${spec.binding} (see wrangler.toml)`);
   }
-  const spec = config.store.spec;
-  if (spec.kind !== "dynamodb" || !config.awsCredentials) throw new Error("the Worker serves dynamodb:// only");
-  // Loaded only for this branch, so isolates on the Durable Object store never evaluate the AWS SDK.
-  const { DynamoDbStore } = await import("../stores/dynamodb.js");
-  return new DynamoDbStore(dynamoDbOptionsOf(spec, config.storeEnv, { credentials: config.awsCredentials }));
+  return openStore(url, { env: config.storeEnv, module: await load(), ...(client === undefined ? {} : { client }) });
 }

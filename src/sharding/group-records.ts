@@ -15,18 +15,16 @@ import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import type { Emitter } from "../elector/events.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
+import type { BucketInfo, GroupConfig, MemberInfo } from "./layout.js";
 import {
-  type BucketInfo,
   bucketName,
   configName,
   configRecord,
   decodeBucket,
   decodeConfig,
   decodeMember,
-  type GroupConfig,
   legacyConfigName,
   legacyGroupRefusal,
-  type MemberInfo,
 } from "./layout.js";
 import { fenceRecord, freeBucketRecord, releaseRecord, stampRecord, transferRecord } from "./next-records.js";
 import type { MemberSession } from "./session.js";

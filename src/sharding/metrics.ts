@@ -3,6 +3,7 @@
  * elector's events and reads its clock-checked state, so it adds no store calls. Runtime-neutral:
  * `render()` returns the text; serve it however your process exposes metrics.
  */
+import { exposition, family, type Labels } from "../metrics/prometheus.js";
 import type { ShardedElector } from "./sharded-elector.js";
 
 interface Series {
@@ -16,8 +17,7 @@ interface Series {
   errors: Map<string, number>;
 }
 
-const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-const labels = (e: ShardedElector, extra = "") => `{group="${esc(e.group)}",identity="${esc(e.identity)}"${extra}}`;
+const labels = (e: ShardedElector): Labels => ({ group: e.group, identity: e.identity });
 const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
 export class ShardedElectorMetrics {
@@ -60,67 +60,70 @@ export class ShardedElectorMetrics {
   }
 
   render(): string {
-    const lines: string[] = [];
     const all = [...this.series];
-    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
-    };
-    const gauge = (name: string, help: string, value: (s: Series) => number) =>
-      metric(
-        name,
-        "gauge",
-        help,
-        all.map((s) => `${name}${labels(s.elector)} ${value(s)}`),
-      );
-    const byKey = (name: string, help: string, key: string, map: (s: Series) => Map<string, number>) =>
-      metric(
-        name,
-        "counter",
-        help,
-        all.flatMap((s) => [...map(s)].map(([k, n]) => `${name}${labels(s.elector, `,${key}="${esc(k)}"`)} ${n}`)),
-      );
-    const counter = (name: string, help: string, value: (s: Series) => number) =>
-      metric(
-        name,
-        "counter",
-        help,
-        all.map((s) => `${name}${labels(s.elector)} ${value(s)}`),
-      );
-    gauge("leasehold_sharded_session_valid", "1 while this member's session is inside its safe window.", (s) =>
-      s.elector.current.session === undefined ? 0 : 1,
-    );
-    gauge("leasehold_sharded_buckets", "The group's bucket count.", (s) => s.elector.current.buckets ?? 0);
-    gauge(
-      "leasehold_sharded_buckets_held",
-      "Buckets this member is working on now.",
-      (s) => s.elector.current.held.length,
-    );
-    gauge(
-      "leasehold_sharded_unowned_buckets",
-      "Buckets nobody was working on at this member's last look (free, expired, moving, or waiting for a re-shard).",
-      (s) => s.unowned,
-    );
-    gauge("leasehold_sharded_members", "Live members in this member's view.", (s) => s.elector.current.view.length);
-    byKey(
-      "leasehold_sharded_assigned_total",
-      "Buckets this member began working on, by how.",
-      "kind",
-      (s) => s.assigned,
-    );
-    byKey(
-      "leasehold_sharded_revoked_total",
-      "Buckets this member stopped working on, by why.",
-      "reason",
-      (s) => s.revoked,
-    );
-    counter("leasehold_sharded_handoffs_total", "Buckets this member handed to another on request.", (s) => s.handoffs);
-    counter(
-      "leasehold_sharded_forced_takeovers_total",
-      "Buckets this member took from a member whose session had expired.",
-      (s) => s.forcedTakeovers,
-    );
-    counter("leasehold_sharded_fenced_total", "Expired member sessions this member ended.", (s) => s.fenced);
-    byKey("leasehold_sharded_store_errors_total", "Store calls that failed, by what for.", "during", (s) => s.errors);
-    return `${lines.join("\n")}\n`;
+    return exposition([
+      ...PER_MEMBER.flatMap(([name, type, help, value]) =>
+        family(
+          name,
+          type,
+          help,
+          all.map((s) => ({ labels: labels(s.elector), value: value(s) })),
+        ),
+      ),
+      ...BY_KEY.flatMap(([name, help, key, counts]) =>
+        family(
+          name,
+          "counter",
+          help,
+          all.flatMap((s) =>
+            [...counts(s)].map(([k, n]) => ({ labels: { ...labels(s.elector), [key]: k }, value: n })),
+          ),
+        ),
+      ),
+    ]);
   }
 }
+
+/** One series per member: name, type, help, what to read. */
+const PER_MEMBER: ReadonlyArray<[string, "gauge" | "counter", string, (s: Series) => number]> = [
+  [
+    "leasehold_sharded_session_valid",
+    "gauge",
+    "1 while this member's session is inside its safe window.",
+    (s) => (s.elector.current.session === undefined ? 0 : 1),
+  ],
+  ["leasehold_sharded_buckets", "gauge", "The group's bucket count.", (s) => s.elector.current.buckets ?? 0],
+  [
+    "leasehold_sharded_buckets_held",
+    "gauge",
+    "Buckets this member is working on now.",
+    (s) => s.elector.current.held.length,
+  ],
+  [
+    "leasehold_sharded_unowned_buckets",
+    "gauge",
+    "Buckets nobody was working on at this member's last look (free, expired, moving, or waiting for a re-shard).",
+    (s) => s.unowned,
+  ],
+  ["leasehold_sharded_members", "gauge", "Live members in this member's view.", (s) => s.elector.current.view.length],
+  [
+    "leasehold_sharded_handoffs_total",
+    "counter",
+    "Buckets this member handed to another on request.",
+    (s) => s.handoffs,
+  ],
+  [
+    "leasehold_sharded_forced_takeovers_total",
+    "counter",
+    "Buckets this member took from a member whose session had expired.",
+    (s) => s.forcedTakeovers,
+  ],
+  ["leasehold_sharded_fenced_total", "counter", "Expired member sessions this member ended.", (s) => s.fenced],
+];
+
+/** Counters per member and label value: name, help, label, the counts. */
+const BY_KEY: ReadonlyArray<[string, string, string, (s: Series) => Map<string, number>]> = [
+  ["leasehold_sharded_assigned_total", "Buckets this member began working on, by how.", "kind", (s) => s.assigned],
+  ["leasehold_sharded_revoked_total", "Buckets this member stopped working on, by why.", "reason", (s) => s.revoked],
+  ["leasehold_sharded_store_errors_total", "Store calls that failed, by what for.", "during", (s) => s.errors],
+];

@@ -1,8 +1,8 @@
 /** The chaos harness's own parts: the process gate, the faulty network, and the checker's rules. */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { LeaseConflictError } from "../../src/errors.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { makeRecord } from "../../src/testkit/store-contract.js";
 import { ChaosStore, Network, NO_FAULTS } from "./chaos-store.js";
 import { checkTrace, SafeWindowTracker } from "./checker.js";

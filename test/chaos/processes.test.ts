@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { SqliteStore } from "../../src/stores/sqlite.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { checkFencing, checkOneHolderPerTerm, checkTermsIncrease, type Election } from "./checker.js";
 import type { FencedWrite } from "./fenced-resource.js";
 import { Prng } from "./prng.js";

@@ -6,12 +6,13 @@
  * (`driftBound`). Leaders write to a fenced resource while they believe they lead, paused or not.
  * Afterwards the checker (checker.ts) judges the trace. Everything derives from `seed`.
  */
+
+import { MemoryStore } from "../../src/backends/memory/store.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import type { Elector } from "../../src/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { ChaosStore, type FaultProfile, Network } from "./chaos-store.js";
 import { checkTrace, type Election, SafeWindowTracker } from "./checker.js";
 import { FencedResource } from "./fenced-resource.js";

@@ -12,14 +12,15 @@
  * live member and the loads must be balanced (liveness). The whole trace is judged by the sharded
  * checker (sharded-checker.ts). Everything derives from `seed`.
  */
+
+import { MemoryStore } from "../../src/backends/memory/store.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { ManualClock } from "../../src/clock.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { bucketName } from "../../src/sharding/layout.js";
 import { reshard } from "../../src/sharding/reshard.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import type { ShardedElector } from "../../src/sharding/sharded-elector.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { ChaosStore, Network } from "./chaos-store.js";
 import { type Election, SafeWindowTracker } from "./checker.js";
 import { FencedResource } from "./fenced-resource.js";

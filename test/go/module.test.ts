@@ -16,7 +16,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { checkGo } from "../support/go-install.js";
-import { generateWire, go, goModuleDir, k8slockDir, wireFile } from "../support/go-module.js";
+import { generateKinds, generateWire, go, goModuleDir, k8slockDir, kindsFile, wireFile } from "../support/go-module.js";
 
 const run = promisify(execFile);
 const projectRoot = resolve(import.meta.dirname, "../..");
@@ -54,6 +54,10 @@ describe("the Go module", () => {
     expect(
       generated === readFileSync(wireFile, "utf8"),
       "clients/go/internal/wire/wire.gen.go differs from what the served document generates: run `npm run go:generate`",
+    ).toBe(true);
+    expect(
+      generateKinds() === readFileSync(kindsFile, "utf8"),
+      "clients/go/kinds.gen.go differs from the server's problem kinds: run `npm run go:generate`",
     ).toBe(true);
   }, 600_000);
 

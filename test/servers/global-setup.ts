@@ -18,18 +18,20 @@ export default async function setup(): Promise<() => Promise<void>> {
   const modules = readdirSync(dir)
     .filter((f) => f.endsWith(".server.ts"))
     .sort();
-  const started: StartedServer[] = [];
-  try {
-    for (const file of modules) {
+  // All at once: each waits on its own process and port, so the run waits for the slowest only.
+  const results = await Promise.allSettled(
+    modules.map(async (file) => {
       const mod = (await import(join(dir, file))) as { start: () => Promise<StartedServer> };
-      const server = await mod.start();
-      started.push(server);
-      Object.assign(process.env, server.env);
-    }
-  } catch (error) {
+      return mod.start();
+    }),
+  );
+  const started = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
     await Promise.allSettled(started.map((s) => s.stop()));
-    throw error;
+    throw failed.reason;
   }
+  for (const server of started) Object.assign(process.env, server.env);
   return async () => {
     await Promise.allSettled(started.map((s) => s.stop()));
   };

@@ -10,11 +10,12 @@
  * - every write keeps the record's term rules (src/term-rules.ts), which the HTTP API enforces, so
  *   a member over `HttpStore` would never be refused.
  */
+
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import type { AssignedKind, ShardedElector, ShardedElectorOptions } from "../../src/sharding/sharded-elector.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { checkTermRules } from "../../src/term-rules.js";
 import { ChaosStore, Network, NO_FAULTS } from "../chaos/chaos-store.js";
 import { Prng } from "../chaos/prng.js";

@@ -3,12 +3,12 @@
  * member's events without store calls.
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { LeaseValidationError } from "../../src/errors.js";
 import { ShardedElectorMetrics } from "../../src/sharding/metrics.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import { ShardedElector, type ShardedElectorOptions } from "../../src/sharding/sharded-elector.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { Group, TIMING } from "./group-harness.js";
 
 function refused(options: Record<string, unknown>): LeaseValidationError {

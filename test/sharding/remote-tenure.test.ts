@@ -16,11 +16,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import { type HeartbeatRequest, Problem } from "../../src/http/schemas.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { uniqueName } from "../../src/testkit/store-contract.js";
 import { startApi, TOKENS } from "../support/api-server.js";
 

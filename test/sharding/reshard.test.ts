@@ -5,11 +5,11 @@
  * at once; records beyond the new count end free and stay free.
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { LeaseValidationError } from "../../src/errors.js";
 import { bucketOf } from "../../src/sharding/bucket-of.js";
 import { bucketName, configName, decodeBucket, decodeConfig } from "../../src/sharding/layout.js";
 import { reshard } from "../../src/sharding/reshard.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { Group, type Group as GroupType, TIMING } from "./group-harness.js";
 
 const { leaseMs, settleMs } = TIMING;

@@ -5,10 +5,10 @@
  * bucket's terms only grow (group-harness.ts).
  */
 import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { memberName } from "../../src/sharding/layout.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { Group, TIMING } from "./group-harness.js";
 
 const { leaseMs, settleMs } = TIMING;

@@ -1,8 +1,8 @@
 /** Starts the real Node API server on an ephemeral 127.0.0.1 port for a test file. */
 import type { TokenScope } from "../../src/api/auth.js";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { type RunningServer, type ServeOptions, serve } from "../../src/runtime/node.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 
 export const TOKENS = {
   admin: "admin-token-0123456789abcdef",

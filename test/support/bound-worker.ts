@@ -7,9 +7,10 @@
  *
  * argv: <db> <identity> <leases> <leaseMs>. Stops (releasing nothing) on "stop" on stdin.
  */
+
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { openSession } from "../../src/bound/session.js";
 import type { ElectedEvent } from "../../src/elector.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [db, identity, count, leaseMs] = process.argv.slice(2) as [string, string, string, string];
 const print = (event: string, fields: Record<string, unknown> = {}) =>

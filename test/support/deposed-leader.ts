@@ -11,9 +11,10 @@
  * The caller's `write` is the fenced write under test; what it throws in step 3 is the outcome.
  * (The same with real OS processes and SIGSTOP: fencing-processes.test.ts.)
  */
+
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
 import { runAsLeader } from "../../src/elector/run-as-leader.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { FaultyStore } from "../../src/testkit/faulty-store.js";
 
 const LEASE_MS = 1000;

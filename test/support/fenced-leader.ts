@@ -15,9 +15,9 @@
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import Database from "better-sqlite3";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import { fencedUpdate, StaleTermError } from "../../src/fencing/sqlite.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [mode, leaseDb, dataDb, identity, leaseMs] = process.argv.slice(2);
 if (mode !== "pause" && mode !== "once") throw new Error(`unknown mode ${mode}`);

@@ -4,9 +4,9 @@
  * own answers keep a real server: test/support/api-server.ts). Same tokens as the real server's.
  */
 import { type AppOptions, createApp } from "../../src/api/app.js";
+import { MemoryStore } from "../../src/backends/memory/store.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import type { LeaseStore } from "../../src/lease.js";
-import { MemoryStore } from "../../src/stores/memory.js";
 import { TOKEN_SCOPES } from "./api-server.js";
 
 /** What the requests' URLs start with: a loopback address, as a local client would send. */

@@ -10,10 +10,10 @@
  * `openLane`: every follower call goes out at once, as before the lane.
  */
 
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { type Lane, LoadLane, openLane } from "../../src/elector/load-lane.js";
 import { Elector } from "../../src/elector.js";
 import type { LeaseRecord, LeaseStore, Revision } from "../../src/lease.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [db, laneArg, leasesArg, candidatesArg, leaseMsArg, secondsArg, blockMinArg, blockMaxArg] = process.argv.slice(2);
 const leases = Number(leasesArg);

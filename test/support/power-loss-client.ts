@@ -11,9 +11,10 @@
  * Lines: {"op":"acquire"|"renew","term","revision","leader"}, {"op":"gone","error"} (api-*);
  * {"op":"put","term","revision"}, {"op":"get","term","revision"}, {"op":"elected","term"} (elector).
  */
+
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { Elector } from "../../src/elector.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../../src/lease.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 
 const [mode, target, name, who, extra] = process.argv.slice(2) as [string, string, string, string, string?];

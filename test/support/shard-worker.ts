@@ -17,10 +17,10 @@
  * `{"held":[...],"at":"<ns>"}` (the first one, empty, says it is ready).
  */
 import { closeSync, openSync, writeSync } from "node:fs";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { isLeaseholdApiError } from "../../src/http/api-error.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [mode, target, group, member, logPath, leaseArg, bucketsArg] = process.argv.slice(2);
 if (!mode || !target || !group || !member || !logPath || !leaseArg || !bucketsArg) {

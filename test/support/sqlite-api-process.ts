@@ -9,8 +9,10 @@
  * the writer thread); "normal" is the old store (synchronous=NORMAL, each write committed alone on
  * the server's thread), "full-inline" that store with FULL (the SqliteBaseline settings).
  */
+
+import type { SqliteBaseline } from "../../src/backends/sqlite/backend.js";
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { serve } from "../../src/runtime/node.js";
-import { type SqliteBaseline, SqliteStore } from "../../src/stores/sqlite.js";
 
 const BASELINES: Record<string, SqliteBaseline> = {
   normal: { synchronous: "NORMAL", inline: true },

@@ -4,8 +4,9 @@
  *   count <db> <name> <id> <n>: n read-CAS-retry increments of metadata.count
  * Prints one JSON line with the outcome.
  */
+
+import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { LeaseConflictError } from "../../src/errors.js";
-import { SqliteStore } from "../../src/stores/sqlite.js";
 
 const [mode, path, name, ...rest] = process.argv.slice(2);
 const store = new SqliteStore({ path: path!, busyTimeoutMs: 10_000 });

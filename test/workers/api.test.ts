@@ -8,10 +8,10 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/api/app.js";
 import type { TokenScope } from "../../src/api/auth.js";
+import { DurableObjectStore } from "../../src/backends/durable-object/store.js";
+import { HttpStore } from "../../src/backends/http/store.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import worker from "../../src/runtime/worker.js";
-import { DurableObjectStore } from "../../src/stores/durable-object.js";
-import { HttpStore } from "../../src/stores/http.js";
 import { describeElectorContract, type ElectorContractContext } from "../../src/testkit/elector-contract.js";
 import { describeStoreContract, uniqueName } from "../../src/testkit/store-contract.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
@@ -142,8 +142,8 @@ describe("worker configuration", () => {
     for (const [name, why] of [
       ["PORT", "a Worker does not listen on a port"],
       ["HOST", "a Worker does not listen on a port"],
-      ["LEASEHOLD_DB", "a Worker has no filesystem"],
-      ["LEASEHOLD_TOKEN", "it is the bearer token of an http(s):// store"],
+      ["LEASEHOLD_DB", "it names a SQLite file, and a Worker has no filesystem"],
+      ["LEASEHOLD_TOKEN", "only the http store reads it, and the HTTP store is not bundled into the Worker"],
     ]) {
       expect(result.body.detail).toContain(`${name}: not read by the Worker: ${why}`);
     }
@@ -193,7 +193,7 @@ describe("worker configuration", () => {
       );
       expect(put.status).toBe(201);
       expect(logged).toHaveBeenCalledWith(
-        'leasehold: API on Cloudflare Workers; store Durable Objects (LEASES); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
+        'leasehold: API on Cloudflare Workers; store durable-object:LEASES (default); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
       );
     } finally {
       logged.mockRestore();

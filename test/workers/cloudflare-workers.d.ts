@@ -3,8 +3,8 @@
  * in this project). `env` is the test Worker's bindings: wrangler.toml plus vitest.config.ts.
  */
 declare module "cloudflare:workers" {
+  import type { LeaseNamespace } from "../../src/backends/durable-object/store.js";
   import type { WorkerEnv } from "../../src/runtime/worker.js";
-  import type { LeaseNamespace } from "../../src/stores/durable-object.js";
 
   export const env: WorkerEnv & {
     LEASES: LeaseNamespace;

@@ -6,8 +6,9 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { DurableObjectStore } from "../../src/backends/durable-object/store.js";
+import { INDEX_OBJECT } from "../../src/backends/durable-object/wire.js";
 import type { Stored } from "../../src/lease.js";
-import { DurableObjectStore, INDEX_OBJECT } from "../../src/stores/durable-object.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";

@@ -7,9 +7,9 @@
 import { env } from "cloudflare:workers";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, expect, it } from "vitest";
+import { DynamoDbStore } from "../../src/backends/dynamodb/store.js";
 import { LeaseholdClient } from "../../src/http/client.js";
 import worker from "../../src/runtime/worker.js";
-import { DynamoDbStore } from "../../src/stores/dynamodb.js";
 import { describeStoreContract, uniqueName } from "../../src/testkit/store-contract.js";
 import { WRITER } from "./tokens.js";
 

@@ -11,8 +11,8 @@
 
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
+import { S3Store } from "../../src/backends/s3/store.js";
 import worker from "../../src/runtime/worker.js";
-import { S3Store } from "../../src/stores/s3.js";
 import { makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
 
 const credentials = { accessKeyId: "leasehold-test", secretAccessKey: "leasehold-test" };
@@ -28,7 +28,7 @@ const store = () =>
 it("in workerd the S3 store cannot work: S3's XML answers fail for want of DOMParser, from the first write on", async () => {
   const s3 = store();
   const name = uniqueName();
-  // The first write checks the server's conditional writes (src/stores/conditional-probe.ts): its
+  // The first write checks the server's conditional writes (src/backends/object-store/conditional-probe.ts): its
   // read of an object that does not exist yet is a 404 with an XML body the SDK cannot parse here.
   await expect(s3.put(makeRecord(name), null)).rejects.toThrow(/conditional-write check.*DOMParser is not defined/);
   // A lease that does not exist: S3 answers 404 with an XML body the SDK cannot parse here.

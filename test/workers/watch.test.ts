@@ -6,7 +6,8 @@
  */
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { LeaseholdClient, type WatchEvent } from "../../src/http/client.js";
+import { LeaseholdClient } from "../../src/http/client.js";
+import type { WatchEventView } from "../../src/http/schemas.js";
 import worker from "../../src/runtime/worker.js";
 import { uniqueName } from "../../src/testkit/store-contract.js";
 import { WRITER } from "./tokens.js";
@@ -28,10 +29,10 @@ it("a release and a takeover made through one instance reach another instance's 
 
   const done = new AbortController();
   const events = follower.watch(name, done.signal)[Symbol.asyncIterator]();
-  const next = async (): Promise<WatchEvent> => {
+  const next = async (): Promise<WatchEventView> => {
     const step = await events.next();
     expect(step.done).toBe(false);
-    return step.value as WatchEvent;
+    return step.value as WatchEventView;
   };
   try {
     expect(await next()).toMatchObject({ free: false, lease: { holder: "leader", term: 1 } });

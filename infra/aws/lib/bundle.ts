@@ -2,8 +2,8 @@
  * Builds the folder the stack deploys as the function's code, with esbuild (local, no Docker):
  *
  *   index.js                the API's Lambda entry (src/runtime/lambda.ts), handler "index.handler"
- *   stores/dynamodb.js      the DynamoDB store, where openStore's runtime import looks for it
- *   stores/s3.js            the S3 store (the stack's `store: "s3"`), likewise
+ *   backends/dynamodb/store.js  the DynamoDB store, where openStore's runtime import looks for it
+ *   backends/s3/store.js        the S3 store (the stack's `store: "s3"`), likewise
  *   chunk-*.js              code they share (one copy of the error classes, so instanceof holds)
  *   node_modules/@aws-sdk/client-dynamodb/, node_modules/@aws-sdk/client-s3/   the pinned SDKs, each bundled once
  *   package.json            {"type":"module"}
@@ -17,6 +17,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
+import { bundleConsole } from "../../../scripts/bundle-console.js";
 import { REPO_ROOT } from "./config.js";
 
 const SDKS = ["@aws-sdk/client-dynamodb", "@aws-sdk/client-s3"] as const;
@@ -27,6 +28,8 @@ const banner = {
 };
 
 export async function bundleLambda(outDir: string): Promise<void> {
+  // The API imports the console's bundle as data (#console-assets): build it first.
+  await bundleConsole();
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const common = {
@@ -41,8 +44,8 @@ export async function bundleLambda(outDir: string): Promise<void> {
     ...common,
     entryPoints: {
       index: join(REPO_ROOT, "src", "runtime", "lambda.ts"),
-      "stores/dynamodb": join(REPO_ROOT, "src", "stores", "dynamodb.ts"),
-      "stores/s3": join(REPO_ROOT, "src", "stores", "s3.ts"),
+      "backends/dynamodb/store": join(REPO_ROOT, "src", "backends", "dynamodb", "store.ts"),
+      "backends/s3/store": join(REPO_ROOT, "src", "backends", "s3", "store.ts"),
     },
     outdir: outDir,
     splitting: true,

@@ -1,6 +1,6 @@
 /**
  * Stack settings from the environment of `cdk synth`/`cdk deploy`, read with the server
- * configuration's own field schemas (src/runtime/config.ts), so a typo fails the synth with the
+ * configuration's own field schemas (src/api/config/policy.ts), so a typo fails the synth with the
  * variable's name, its value and what was expected, instead of a broken deployment:
  *   LEASEHOLD_AUTH          "tokens" (default: public URL, app checks bearer tokens) or "iam"
  *   LEASEHOLD_TOKENS        JSON array of scoped tokens, checked by the API's parser (required with "tokens")
@@ -17,8 +17,8 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { serverFields } from "../../../src/runtime/config.js";
-import { envChoice, envMatching, envText, readVariables } from "../../../src/runtime/env-fields.js";
+import { envChoice, envMatching, envText, readVariables } from "../../../src/api/config/fields.js";
+import { serverFields } from "../../../src/api/config/variables.js";
 import type { LeaseholdStackProps } from "./leasehold-stack.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../../..");

@@ -32,7 +32,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
-import { readServerConfig } from "../../../src/runtime/config.js";
+import { readServerConfig } from "../../../src/api/config/policy.js";
 import { STREAM_MARGIN_MS } from "../../../src/runtime/lambda.js";
 
 /** The DynamoDB calls DynamoDbStore makes: reads (one and in batches), conditional puts, and the Scan behind `list`. */
@@ -166,7 +166,7 @@ export class LeaseholdStack extends Stack {
     // IAM guards the URL: the app itself then runs without tokens, which it must be told explicitly.
     else if (authType === "AWS_IAM") environment.LEASEHOLD_INSECURE_NO_AUTH = "1";
     if (props.maxSkewMs !== undefined) environment.LEASEHOLD_MAX_SKEW_MS = String(props.maxSkewMs);
-    // The function reads this environment with src/runtime/config.ts at cold start; read it the
+    // The function reads this environment with src/api/config/policy.ts at cold start; read it the
     // same way now, so a value it would refuse fails the synth instead. The table and bucket names
     // are deploy-time tokens and AWS_REGION comes from Lambda: stand-ins take their places here.
     const standIn =

@@ -1,6 +1,6 @@
 /**
  * The console's options (`createApp({ console })`, and LEASEHOLD_CONSOLE, LEASEHOLD_HISTORY_TERMS,
- * LEASEHOLD_HISTORY_LEASES in src/runtime/config.ts) and the one place their bounds live, checked
+ * LEASEHOLD_HISTORY_LEASES in src/api/config/policy.ts) and the one place their bounds live, checked
  * with the same words as the API's other options (src/api/options.ts).
  *
  * Why these bounds: the change log is memory, and every resource has a bound. With the defaults a

@@ -1,16 +1,16 @@
 /**
  * The console's three files, served by the API itself (no CDN, nothing fetched from elsewhere): a
- * page that is only a shell, and the script and style sheet bundled from ./client/ at build time
- * (./assets.gen.ts, made by scripts/bundle-console.ts). The page carries no data and no token: the
- * script asks for a token, keeps it in the tab's sessionStorage, and reads everything through the
- * API with it in the Authorization header. Runtime-neutral.
+ * page that is only a shell, and the script and style sheet that scripts/bundle-console.ts builds
+ * from the console's own folder (console/), imported here as data (`#console-assets`). The page
+ * carries no data and no token: the script asks for a token, keeps it in the tab's sessionStorage,
+ * and reads everything through the API with it in the Authorization header. Runtime-neutral.
  *
  * The Content-Security-Policy allows nothing but this origin's own script, style and API (no inline
  * script or style, no other host, no frames, no form submission anywhere), so an injected string
  * can neither run nor send a token away.
  */
 import type { Context } from "hono";
-import { script, scriptTag, style, styleTag } from "./assets.gen.js";
+import { script, scriptTag, style, styleTag } from "#console-assets";
 
 export const CONSOLE_CSP = [
   "default-src 'none'",

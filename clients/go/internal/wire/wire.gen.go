@@ -121,6 +121,108 @@ func (e HealthOk) Valid() bool {
 	}
 }
 
+// Defines values for ProblemKind.
+const (
+	ProblemKindBadRequest           ProblemKind = "bad-request"
+	ProblemKindBucketNotHeld        ProblemKind = "bucket-not-held"
+	ProblemKindConfiguration        ProblemKind = "configuration"
+	ProblemKindConflict             ProblemKind = "conflict"
+	ProblemKindCorrupt              ProblemKind = "corrupt"
+	ProblemKindForbidden            ProblemKind = "forbidden"
+	ProblemKindGroupRecord          ProblemKind = "group-record"
+	ProblemKindHeadersTooLarge      ProblemKind = "headers-too-large"
+	ProblemKindHolderInUse          ProblemKind = "holder-in-use"
+	ProblemKindHostNotAllowed       ProblemKind = "host-not-allowed"
+	ProblemKindInternal             ProblemKind = "internal"
+	ProblemKindMemberInUse          ProblemKind = "member-in-use"
+	ProblemKindMethodNotAllowed     ProblemKind = "method-not-allowed"
+	ProblemKindNotAGroup            ProblemKind = "not-a-group"
+	ProblemKindNotFound             ProblemKind = "not-found"
+	ProblemKindOverCapacity         ProblemKind = "over-capacity"
+	ProblemKindOverLimit            ProblemKind = "over-limit"
+	ProblemKindPayloadTooLarge      ProblemKind = "payload-too-large"
+	ProblemKindPreconditionFailed   ProblemKind = "precondition-failed"
+	ProblemKindPreconditionRequired ProblemKind = "precondition-required"
+	ProblemKindProtocolField        ProblemKind = "protocol-field"
+	ProblemKindRequestTimeout       ProblemKind = "request-timeout"
+	ProblemKindSessionEnded         ProblemKind = "session-ended"
+	ProblemKindStoreUnavailable     ProblemKind = "store-unavailable"
+	ProblemKindStreamingUnavailable ProblemKind = "streaming-unavailable"
+	ProblemKindTermExhausted        ProblemKind = "term-exhausted"
+	ProblemKindTermRule             ProblemKind = "term-rule"
+	ProblemKindUnauthorized         ProblemKind = "unauthorized"
+	ProblemKindUnsupportedMediaType ProblemKind = "unsupported-media-type"
+	ProblemKindValidation           ProblemKind = "validation"
+)
+
+// Valid indicates whether the value is a known member of the ProblemKind enum.
+func (e ProblemKind) Valid() bool {
+	switch e {
+	case ProblemKindBadRequest:
+		return true
+	case ProblemKindBucketNotHeld:
+		return true
+	case ProblemKindConfiguration:
+		return true
+	case ProblemKindConflict:
+		return true
+	case ProblemKindCorrupt:
+		return true
+	case ProblemKindForbidden:
+		return true
+	case ProblemKindGroupRecord:
+		return true
+	case ProblemKindHeadersTooLarge:
+		return true
+	case ProblemKindHolderInUse:
+		return true
+	case ProblemKindHostNotAllowed:
+		return true
+	case ProblemKindInternal:
+		return true
+	case ProblemKindMemberInUse:
+		return true
+	case ProblemKindMethodNotAllowed:
+		return true
+	case ProblemKindNotAGroup:
+		return true
+	case ProblemKindNotFound:
+		return true
+	case ProblemKindOverCapacity:
+		return true
+	case ProblemKindOverLimit:
+		return true
+	case ProblemKindPayloadTooLarge:
+		return true
+	case ProblemKindPreconditionFailed:
+		return true
+	case ProblemKindPreconditionRequired:
+		return true
+	case ProblemKindProtocolField:
+		return true
+	case ProblemKindRequestTimeout:
+		return true
+	case ProblemKindSessionEnded:
+		return true
+	case ProblemKindStoreUnavailable:
+		return true
+	case ProblemKindStreamingUnavailable:
+		return true
+	case ProblemKindTermExhausted:
+		return true
+	case ProblemKindTermRule:
+		return true
+	case ProblemKindUnauthorized:
+		return true
+	case ProblemKindUnsupportedMediaType:
+		return true
+	case ProblemKindValidation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TermEnd0Kind.
 const (
 	TermEnd0KindReleased TermEnd0Kind = "released"
@@ -600,9 +702,12 @@ type Problem struct {
 	Status int     `json:"status"`
 	Title  string  `json:"title"`
 
-	// Type urn:leasehold:problem:<kind>
+	// Type urn:leasehold:problem:<kind>, the kind one of ProblemKind
 	Type string `json:"type"`
 }
+
+// ProblemKind What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds
+type ProblemKind string
 
 // RecordWrite A whole lease record but renewedAt, which the server stamps; `holder: null` releases
 type RecordWrite struct {
@@ -1019,7 +1124,7 @@ type ClientInterface interface {
 
 	// HeartbeatMemberWithBody Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1028,7 +1133,7 @@ type ClientInterface interface {
 
 	// HeartbeatMember Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1270,7 +1375,7 @@ func (c *Client) ConfirmHandoff(ctx context.Context, group string, member string
 
 // HeartbeatMemberWithBody Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1289,7 +1394,7 @@ func (c *Client) HeartbeatMemberWithBody(ctx context.Context, group string, memb
 
 // HeartbeatMember Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2506,7 +2611,7 @@ type ClientWithResponsesInterface interface {
 
 	// HeartbeatMemberWithBodyWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2515,7 +2620,7 @@ type ClientWithResponsesInterface interface {
 
 	// HeartbeatMemberWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 	//
-	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+	// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4508,7 +4613,7 @@ func (c *ClientWithResponses) ConfirmHandoffWithResponse(ctx context.Context, gr
 
 // HeartbeatMemberWithBodyWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4523,7 +4628,7 @@ func (c *ClientWithResponses) HeartbeatMemberWithBodyWithResponse(ctx context.Co
 
 // HeartbeatMemberWithResponse Renew (or start) a member's session in a sharded group: the buckets it may work on, each with its term, and the hand-offs asked of it
 //
-// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
+// The member sends this every renewal interval (leaseMs / 3), sooner while `settled` is false. Safety rests on the member's own clock: it notes `sentAt` (its monotonic clock) before sending, works on `held` only until `sentAt + leaseMs - safetyMs`, and stops every bucket at that instant unless a later heartbeat succeeded; never from the server's timestamps. A bucket in `handoffs` is stopped at once and confirmed with confirmHandoff. The token's prefixes must cover the member's record `<group>/_members/<member>`: a token scoped to exactly that name acts for that member alone. The member proves it runs the session by its `instance` (only its digest is kept).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
