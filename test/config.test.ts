@@ -65,6 +65,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_MAX_SKEW_MS: { value: "2500", check: (c) => expect(c.app.maxSkewMs).toBe(2500) },
   LEASEHOLD_WATCH_POLL_MS: { value: "250", check: (c) => expect(c.app.watchPollMs).toBe(250) },
   LEASEHOLD_HEARTBEAT_MS: { value: "5000", check: (c) => expect(c.app.heartbeatMs).toBe(5000) },
+  LEASEHOLD_STORE_TIMEOUT_MS: { value: "750", check: (c) => expect(c.app.storeTimeoutMs).toBe(750) },
   LEASEHOLD_BODY_BYTES: { value: "8192", check: (c) => expect(c.app.limits.bodyBytes).toBe(8192) },
   LEASEHOLD_LIST_LIMIT: { value: "50", check: (c) => expect(c.app.limits.listLimit).toBe(50) },
   LEASEHOLD_WATCH_STREAMS: { value: "20", check: (c) => expect(c.app.limits.watchStreams).toBe(20) },

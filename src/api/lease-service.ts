@@ -27,6 +27,7 @@ import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
+import { withSignal } from "./store-deadline.js";
 
 const ATTEMPTS = 4;
 
@@ -50,6 +51,8 @@ export interface Caller {
    * the refusal to answer, before anything is written, when it turns out not to be one.
    */
   renewalsOnly?: ProblemError | undefined;
+  /** The request's deadline: no store call for it runs past it, no write is sent after it (src/api/store-deadline.ts). */
+  deadline?: AbortSignal | undefined;
 }
 
 export interface LeaseServiceOptions {
@@ -86,10 +89,10 @@ export class LeaseService {
     return this.views.isFree(record, wallNow);
   }
 
-  async get(name: string): Promise<Stored | null> {
+  async get(name: string, deadline?: AbortSignal): Promise<Stored | null> {
     let stored: Stored | null;
     try {
-      stored = await this.store.get(name);
+      stored = await this.store.get(name, deadline ? { signal: deadline } : undefined);
     } catch (error) {
       throw storeProblem("get", error);
     }
@@ -215,15 +218,18 @@ export class LeaseService {
     instance: string,
     caller: Caller,
   ): Promise<Stored> {
-    const wall = this.clock.wallNow();
-    if (body.acquiredAt > wall + this.views.maxSkewMs) {
+    const received = this.clock.wallNow();
+    if (body.acquiredAt > received + this.views.maxSkewMs) {
       throw new ProblemError("validation", "acquiredAt is in the future of this server's clock", {
-        errors: [{ path: "acquiredAt", message: `expected at most ${wall + this.views.maxSkewMs}` }],
+        errors: [{ path: "acquiredAt", message: `expected at most ${received + this.views.maxSkewMs}` }],
       });
     }
     const digest = await instanceDigest(instance);
+    const current = await this.get(name, caller.deadline);
+    // Stamped once the record is read, just before it is written: not when the request arrived (a
+    // request held up by a slow store would otherwise write a record already expired).
+    const wall = this.clock.wallNow();
     const next: LeaseRecord = { name, ...body, metadata: withDigest(body.metadata, digest), renewedAt: wall };
-    const current = await this.get(name);
     const held = current ? await this.heldState(current, wall) : undefined;
     // A successor's registration, or the holder's hand-over to it (src/api/bound-leases.ts).
     const write = succession(current?.record, next, digest);
@@ -248,7 +254,9 @@ export class LeaseService {
     }
     if (write.kind === "other") this.enforceHolding(name, current, next, digest, held);
     if (current === null) await this.admitCreate(caller);
-    const outcome = await this.write(name, write.record, current, caller.by);
+    // renewedAt once more at the write itself: the quota's listing may have taken a while.
+    const stamped = { ...write.record, renewedAt: Math.max(wall, this.clock.wallNow()) };
+    const outcome = await this.write(name, stamped, current, caller.by, caller.deadline);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }
@@ -337,7 +345,7 @@ export class LeaseService {
       wall: number,
     ) => LeaseRecord | undefined | "unchanged" | Promise<LeaseRecord | undefined | "unchanged">,
   ): Promise<LeaseOutcome> {
-    let current = await this.get(name);
+    let current = await this.get(name, caller.deadline);
     let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       await this.views.groups.refusePlainWrite(name, current);
@@ -354,11 +362,11 @@ export class LeaseService {
         await this.admitCreate(caller);
         admitted = true;
       }
-      const outcome = await this.write(name, record, current, caller.by);
+      const outcome = await this.write(name, record, current, caller.by, caller.deadline);
       if (outcome.kind === "applied") {
         return { leader: outcome.stored.record.holder !== null, stored: outcome.stored, created: current === null };
       }
-      current = outcome.current === undefined ? await this.get(name) : outcome.current;
+      current = outcome.current === undefined ? await this.get(name, caller.deadline) : outcome.current;
       if (current) this.publish(name, current);
     }
     throw new ProblemError("store-unavailable", `lease "${name}" changed ${ATTEMPTS} times while deciding; retry`, {
@@ -376,8 +384,9 @@ export class LeaseService {
     next: LeaseRecord,
     current: Stored | null,
     by: string,
+    deadline?: AbortSignal,
   ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
-    const writer = new CasWriter({ store: this.store, name, clock: this.clock });
+    const writer = new CasWriter({ store: withSignal(this.store, deadline), name, clock: this.clock });
     const outcome = await writer.writeSettled(next, current?.revision ?? null).catch((error: unknown) => {
       throw storeProblem("put", error);
     });

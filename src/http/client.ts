@@ -27,11 +27,13 @@ import {
   type LeaseResultView,
   type LeaseView,
   type LeaveRequest,
+  MAX_TIMEOUT_HEADER_MS,
   MemberLeft,
   type MemberLeftView,
   Problem,
   type ProblemView,
   type RecordWrite,
+  TIMEOUT_HEADER,
 } from "./schemas.js";
 import { readSse } from "./sse.js";
 
@@ -41,7 +43,7 @@ export interface ClientOptions {
   /** Bearer token; omit for a server started with insecure no-auth. */
   token?: string;
   fetch?: typeof fetch;
-  /** Per-request timeout. Default 10000 ms. */
+  /** Per-request timeout, sent as Leasehold-Timeout-Ms: the server never acts on a request after it. Default 10000 ms. */
   timeoutMs?: number;
   /** Retries of safe requests on network errors and 503. Default 2. */
   retries?: number;
@@ -352,6 +354,8 @@ export class LeaseholdClient {
           headers: {
             ...this.authHeader(),
             ...(call.body === undefined ? {} : { "Content-Type": "application/json" }),
+            // The server gives up on the request when this client does, and never acts on it later.
+            [TIMEOUT_HEADER]: String(Math.min(MAX_TIMEOUT_HEADER_MS, Math.max(1, Math.ceil(this.timeoutMs)))),
             ...call.headers,
           },
           ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),

@@ -41,6 +41,8 @@ export interface ServeOptions {
   maxSkewMs?: number;
   watchPollMs?: number;
   heartbeatMs?: number;
+  /** Deadline of each store call (createApp's storeTimeoutMs). */
+  storeTimeoutMs?: number;
   clock?: Clock;
   /** The server's operational log (src/api/log.ts). Default: none. */
   log?: ApiLogger;
@@ -87,6 +89,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     ...(options.maxSkewMs === undefined ? {} : { maxSkewMs: options.maxSkewMs }),
     ...(options.watchPollMs === undefined ? {} : { watchPollMs: options.watchPollMs }),
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+    ...(options.storeTimeoutMs === undefined ? {} : { storeTimeoutMs: options.storeTimeoutMs }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.log === undefined ? {} : { log: options.log }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
