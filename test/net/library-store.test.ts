@@ -1,0 +1,133 @@
+/**
+ * Library → store with real sockets (docs/partitions.md, "Single lease"): three `Elector`
+ * processes (test/support/net-candidate.ts), each reaching the store through its own Toxiproxy
+ * proxy, on dynalite (DynamoDB) and on versitygw (S3). The leader, or a follower, is cut off:
+ * partitions of 0.3-3 leases (refused and blackholed) then healed, half-open links (the answer
+ * never comes back, is reset, or is cut short), a latency storm around the call timeout, a slow
+ * link. And partitions under the documented bound (docs/partitions.md, "The longest partition a
+ * leader survives") at random moments: the leader keeps its term every time.
+ *
+ * From the processes' own logs, on one monotonic clock: no term written after a higher one; no
+ * two processes inside their windows for the lease at once (so the partitioned leader's last
+ * action comes before the next term's first). After each heal a leader works again within a
+ * bound. Figures (kept or moved, time to a leader) are printed, not asserted.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { resolveElectorOptions } from "../../src/elector/options.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { Prng } from "../chaos/prng.js";
+import { createTestBucket, S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
+import { createLeaseTable, dynamoClient, testEndpoint } from "../support/dynamo-server.js";
+import {
+  applyFault,
+  checkNetLogs,
+  type FaultResult,
+  faultAndRecover,
+  lastTerm,
+  leaderOf,
+  MemberProxies,
+  type NetFault,
+} from "../support/net-scenario.js";
+import { Cluster } from "../support/process-cluster.js";
+
+const LEASE_MS = 1000;
+const timing = resolveElectorOptions({ store: new MemoryStore(), name: "x", leaseMs: LEASE_MS });
+/** docs/partitions.md: a blackholed leader survives a partition shorter than its call timeout (less a round trip). */
+const SURVIVED_MS = timing.callTimeoutMs;
+/** After a heal: the old window runs out, a follower's observed expiry (a lease), a poll and a retry; loaded cores. */
+const BOUND_MS = 6 * LEASE_MS;
+const SEED = Number(process.env.NET_SEED ?? 11);
+const candidate = join(import.meta.dirname, "..", "support", "net-candidate.ts");
+
+process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
+process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
+process.env.AWS_REGION = "us-east-1";
+
+const root = mkdtempSync(join(tmpdir(), "leasehold-net-lib-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const MEMBERS = ["c0", "c1", "c2"];
+
+/** The faults of one run, on the leader unless said. */
+function faults(rng: Prng): Array<{ fault: NetFault; role: "leader" | "follower" }> {
+  const between = (a: number, b: number) => Math.round(LEASE_MS * rng.between(a, b));
+  return [
+    { fault: { kind: "partition", how: "refused", ms: between(0.3, 0.6) }, role: "leader" },
+    { fault: { kind: "partition", how: "blackhole", ms: between(1.5, 3) }, role: "leader" },
+    { fault: { kind: "partition", how: "refused", ms: between(1, 2) }, role: "follower" },
+    { fault: { kind: "half-open", toxic: "timeout", ms: between(1.5, 2) }, role: "leader" },
+    { fault: { kind: "half-open", toxic: "reset_peer", ms: between(1, 1.5) }, role: "leader" },
+    { fault: { kind: "half-open", toxic: "limit_data", ms: between(1, 1.5) }, role: "leader" },
+    {
+      fault: {
+        kind: "latency",
+        latency: Math.round(timing.callTimeoutMs * 0.7),
+        jitter: Math.round(timing.callTimeoutMs * 0.2),
+        ms: 3 * LEASE_MS,
+      },
+      role: "leader",
+    },
+    { fault: { kind: "bandwidth", rate: 1, ms: between(1, 2) }, role: "leader" },
+  ];
+}
+
+async function scenario(label: string, storeUrl: (proxyUrl: string) => string, upstream: string) {
+  const dir = mkdtempSync(join(root, `${label}-`));
+  const proxies = await MemberProxies.create(upstream, MEMBERS, `lib-${label}`);
+  const cluster = new Cluster(dir, 1, (member, log) => ({
+    file: process.execPath,
+    args: ["--import", "tsx", candidate, storeUrl(proxies.of(member).url), "elector", member, log, String(LEASE_MS)],
+  }));
+  try {
+    for (const m of MEMBERS) cluster.start(m);
+    await cluster.waitFor("a leader", () => leaderOf(cluster), 60_000);
+    const rng = new Prng(SEED);
+    const results: FaultResult[] = [];
+    for (const { fault, role } of faults(rng))
+      results.push(await faultAndRecover(cluster, proxies, fault, role, BOUND_MS));
+
+    // Under the bound, at a random moment of the renewal cycle: survived every time.
+    const survived: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const leader = await cluster.waitFor("a leader", () => leaderOf(cluster), BOUND_MS);
+      await cluster.linesWritten(leader, rng.int(3, 20));
+      const term = lastTerm(leader);
+      const how = i % 2 === 0 ? "blackhole" : "refused";
+      await applyFault(proxies.of(leader.member), { kind: "partition", how, ms: Math.round(SURVIVED_MS * 0.5) });
+      await cluster.linesWritten(leader, 5);
+      survived.push(`${how}: ${leaderOf(cluster) === leader && lastTerm(leader) === term ? "kept" : "LOST"}`);
+    }
+    await cluster.close();
+    console.log(
+      `${label}: partitions of ${Math.round(SURVIVED_MS * 0.5)} ms (under the bound ${SURVIVED_MS} ms): ${survived.join(", ")}`,
+    );
+    checkNetLogs(cluster, `library on ${label}`, results);
+    expect(
+      survived.every((s) => s.endsWith("kept")),
+      survived.join(", "),
+    ).toBe(true);
+  } finally {
+    await cluster.close();
+    await proxies.close();
+  }
+}
+
+describe("library → store through Toxiproxy, one proxy per candidate", () => {
+  it("DynamoDB (dynalite): partitions, half-open links, a latency storm, a slow link", async () => {
+    const endpoint = testEndpoint();
+    const admin = dynamoClient(endpoint);
+    const table = await createLeaseTable(admin);
+    admin.destroy();
+    await scenario("dynamodb", (url) => `dynamodb://${table}?region=us-east-1&endpoint=${url}`, endpoint);
+  }, 240_000);
+
+  it("S3 (versitygw): partitions, half-open links, a latency storm, a slow link", async () => {
+    const endpoint = process.env.S3_ENDPOINT;
+    if (!endpoint) throw new Error("S3_ENDPOINT is not set: test/servers/versitygw.server.ts should have started");
+    const bucket = await createTestBucket(endpoint, "net");
+    await scenario("s3", (url) => `s3://${bucket}/leases?region=us-east-1&endpoint=${url}&pathStyle=true`, endpoint);
+  }, 240_000);
+});
