@@ -254,9 +254,7 @@ export class LeaseService {
     }
     if (write.kind === "other") this.enforceHolding(name, current, next, digest, held);
     if (current === null) await this.admitCreate(caller);
-    // renewedAt once more at the write itself: the quota's listing may have taken a while.
-    const stamped = { ...write.record, renewedAt: Math.max(wall, this.clock.wallNow()) };
-    const outcome = await this.write(name, stamped, current, caller.by, caller.deadline);
+    const outcome = await this.write(name, write.record, current, caller.by, caller.deadline);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }
@@ -278,9 +276,7 @@ export class LeaseService {
    * stamps, or a bound lease by its process session's record (src/api/bound-leases.ts; one more read).
    */
   private async heldState(stored: Stored, wall: number): Promise<{ free: boolean; freeInMs: number }> {
-    if (!boundSession(stored.record)) {
-      return { free: this.isFree(stored.record, wall), freeInMs: this.views.freeInMs(stored.record, wall) };
-    }
+    if (!boundSession(stored.record)) return this.views.freeState(stored, wall);
     const state = await this.views.state(stored);
     return {
       free: state.free,
@@ -391,6 +387,7 @@ export class LeaseService {
       throw storeProblem("put", error);
     });
     if (outcome.kind === "applied") {
+      this.views.ownWrites.note(outcome.stored, outcome.sentAt);
       this.publish(name, outcome.stored);
       const from = current?.record.holder ?? null;
       const to = outcome.stored.record.holder;
@@ -428,7 +425,7 @@ function heldBy(name: string, current: Stored, freeInMs: number): ProblemError {
   const r = current.record;
   return new ProblemError(
     "conflict",
-    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server's clock passes renewedAt + leaseMs + maxSkewMs: another holder takes it only after that`,
+    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server counts it free (leaseMs after this instance wrote it, by its own clock; renewedAt + leaseMs + maxSkewMs for a record another instance wrote): another holder takes it only after that`,
     { lease: toView(current), leader: false, retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)), freeInMs },
   );
 }

@@ -8,6 +8,7 @@
  * which judge records when the hub tells them of a change, never call back into what publishes
  * to the hub (docs/design.md §5, "One way"). Runtime-neutral.
  */
+
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import type { LeaseView } from "../http/schemas.js";
@@ -15,6 +16,7 @@ import { callerMetadata, type LeaseRecord, type LeaseStore, type Stored } from "
 import { memberName } from "../sharding/layout.js";
 import { boundSession, boundState } from "./bound-leases.js";
 import { type BucketState, GroupRecords, groupShape } from "./group-records.js";
+import { OwnWrites } from "./own-writes.js";
 import { ProblemError } from "./problems.js";
 
 /** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no reserved key. */
@@ -51,6 +53,8 @@ export function storeProblem(op: string, error: unknown): ProblemError {
 export class LeaseViews {
   /** Recognises the records of sharded groups, and a bucket's real state. */
   readonly groups: GroupRecords;
+  /** The records this instance wrote itself, judged on its own clock. */
+  readonly ownWrites: OwnWrites;
 
   constructor(
     /** The API's (metered) store. */
@@ -58,6 +62,7 @@ export class LeaseViews {
     private readonly clock: Clock,
     readonly maxSkewMs: number,
   ) {
+    this.ownWrites = new OwnWrites(clock);
     this.groups = new GroupRecords(
       (name) => this.read(name),
       (record) => this.isFree(record),
@@ -73,6 +78,17 @@ export class LeaseViews {
   freeInMs(record: LeaseRecord, wallNow = this.clock.wallNow()): number {
     if (record.holder === null) return 0;
     return Math.max(0, record.renewedAt + record.leaseMs + this.maxSkewMs - wallNow + 1);
+  }
+
+  /**
+   * Whether a plain lease is free now and, held, in how long it will be: by this instance's own
+   * clock when it wrote the current revision itself (./own-writes.ts), else by the record's stamps.
+   */
+  freeState(stored: Stored, wallNow = this.clock.wallNow()): { free: boolean; freeInMs: number } {
+    const stamps = this.freeInMs(stored.record, wallNow);
+    const own = this.ownWrites.freeInMs(stored);
+    const freeInMs = own === undefined ? stamps : Math.min(own, stamps);
+    return { free: freeInMs === 0, freeInMs };
   }
 
   /** The record as callers see it, a bucket or a bound lease with its session's state. */
