@@ -1,7 +1,8 @@
 /**
  * The renewal schedule (src/elector/renewal-schedule.ts, docs/partitions.md): two whole attempts
  * fit after a renewal is due, a timed-out attempt is sent again at once, a fast failure backs off
- * but leaves one whole attempt before the window closes, and never spins.
+ * but leaves one whole attempt before the window closes, and never spins. The needless failovers
+ * this removes are measured against latency in bench/wan.bench.ts.
  */
 import { describe, expect, it } from "vitest";
 import { resolveElectorOptions } from "../src/elector/options.js";
@@ -46,3 +47,4 @@ describe("the renewal schedule", () => {
     expect(renewalRetryAt({ ...base, sentAt: 12_000, failedAt: 12_010 })).toBe(13_500);
   });
 });
+
