@@ -30,13 +30,24 @@ import {
   leaderOf,
   MemberProxies,
   type NetFault,
+  steadyLeader,
 } from "../support/net-scenario.js";
 import { Cluster } from "../support/process-cluster.js";
 
 const LEASE_MS = 1000;
 const timing = resolveElectorOptions({ store: new MemoryStore(), name: "x", leaseMs: LEASE_MS });
-/** docs/partitions.md: a blackholed leader survives a partition shorter than its call timeout (less a round trip). */
-const SURVIVED_MS = timing.callTimeoutMs;
+/** The survival runs: a longer lease, so a loaded machine's own slowness stays well inside the margin. */
+const SURVIVE_LEASE_MS = 3000;
+/**
+ * docs/partitions.md, "The longest partition a leader survives": with the default timing, a
+ * partition shorter than the call timeout, (leaseMs - safetyMs - renewMs) / 2, less a round trip,
+ * wherever it falls in the renewal cycle.
+ */
+const SURVIVED_MS = resolveElectorOptions({
+  store: new MemoryStore(),
+  name: "x",
+  leaseMs: SURVIVE_LEASE_MS,
+}).callTimeoutMs;
 /** After a heal: the old window runs out, a follower's observed expiry (a lease), a poll and a retry; loaded cores. */
 const BOUND_MS = 6 * LEASE_MS;
 const SEED = Number(process.env.NET_SEED ?? 11);
@@ -89,26 +100,8 @@ async function scenario(label: string, storeUrl: (proxyUrl: string) => string, u
     for (const { fault, role } of faults(rng))
       results.push(await faultAndRecover(cluster, proxies, fault, role, BOUND_MS));
 
-    // Under the bound, at a random moment of the renewal cycle: survived every time.
-    const survived: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const leader = await cluster.waitFor("a leader", () => leaderOf(cluster), BOUND_MS);
-      await cluster.linesWritten(leader, rng.int(3, 20));
-      const term = lastTerm(leader);
-      const how = i % 2 === 0 ? "blackhole" : "refused";
-      await applyFault(proxies.of(leader.member), { kind: "partition", how, ms: Math.round(SURVIVED_MS * 0.5) });
-      await cluster.linesWritten(leader, 5);
-      survived.push(`${how}: ${leaderOf(cluster) === leader && lastTerm(leader) === term ? "kept" : "LOST"}`);
-    }
     await cluster.close();
-    console.log(
-      `${label}: partitions of ${Math.round(SURVIVED_MS * 0.5)} ms (under the bound ${SURVIVED_MS} ms): ${survived.join(", ")}`,
-    );
     checkNetLogs(cluster, `library on ${label}`, results);
-    expect(
-      survived.every((s) => s.endsWith("kept")),
-      survived.join(", "),
-    ).toBe(true);
   } finally {
     await cluster.close();
     await proxies.close();
@@ -116,6 +109,52 @@ async function scenario(label: string, storeUrl: (proxyUrl: string) => string, u
 }
 
 describe("library → store through Toxiproxy, one proxy per candidate", () => {
+  it("partitions under the documented bound, at random moments of the renewal cycle: survived every time", async () => {
+    const endpoint = testEndpoint();
+    const admin = dynamoClient(endpoint);
+    const table = await createLeaseTable(admin);
+    admin.destroy();
+    const members = ["s0", "s1"];
+    const dir = mkdtempSync(join(root, "survive-"));
+    const proxies = await MemberProxies.create(endpoint, members, "survive");
+    const cluster = new Cluster(dir, 1, (member, log) => ({
+      file: process.execPath,
+      args: [
+        "--import",
+        "tsx",
+        candidate,
+        `dynamodb://${table}?region=us-east-1&endpoint=${proxies.of(member).url}`,
+        "elector",
+        member,
+        log,
+        String(SURVIVE_LEASE_MS),
+      ],
+    }));
+    const rng = new Prng(SEED);
+    const partitionMs = Math.round(SURVIVED_MS * 0.5);
+    const survived: string[] = [];
+    try {
+      for (const m of members) cluster.start(m);
+      for (let i = 0; i < 4; i++) {
+        const leader = await steadyLeader(cluster, 60_000, 0, rng.int(3, 40));
+        const term = lastTerm(leader);
+        const how = i % 2 === 0 ? "blackhole" : "refused";
+        await applyFault(proxies.of(leader.member), { kind: "partition", how, ms: partitionMs });
+        await cluster.linesWritten(leader, 10);
+        survived.push(`${how}: ${leaderOf(cluster) === leader && lastTerm(leader) === term ? "kept" : "LOST"}`);
+      }
+      await cluster.close();
+      console.log(
+        `partitions of ${partitionMs} ms (bound ${SURVIVED_MS} ms, lease ${SURVIVE_LEASE_MS} ms): ${survived.join(", ")}`,
+      );
+      checkNetLogs(cluster, "survived partitions", []);
+      expect(survived, survived.join(", ")).toEqual(survived.map((s) => s.replace(/: .*/, ": kept")));
+    } finally {
+      await cluster.close();
+      await proxies.close();
+    }
+  }, 180_000);
+
   it("DynamoDB (dynalite): partitions, half-open links, a latency storm, a slow link", async () => {
     const endpoint = testEndpoint();
     const admin = dynamoClient(endpoint);

@@ -93,6 +93,26 @@ export function lastTerm(inc: Incarnation, bucket = 0): number | undefined {
   return lines.at(-1)?.term;
 }
 
+/**
+ * A leader that has written `lines` lines of work while leading (on loaded cores leadership may
+ * move while we wait: then the new leader is waited for), within `boundMs`.
+ */
+export async function steadyLeader(cluster: Cluster, boundMs: number, bucket = 0, lines = 5): Promise<Incarnation> {
+  const seen = new Map<Incarnation, number>();
+  return cluster.waitFor(
+    `a leader working for ${lines} lines`,
+    () => {
+      const leader = leaderOf(cluster, bucket);
+      if (!leader) return undefined;
+      const written = readWork([leader]).length;
+      if (!seen.has(leader)) seen.set(leader, written);
+      return written - seen.get(leader)! >= lines ? leader : undefined;
+    },
+    boundMs,
+    50,
+  );
+}
+
 export interface FaultResult {
   fault: string;
   victim: string;
@@ -115,11 +135,10 @@ export async function faultAndRecover(
   boundMs: number,
   buckets: number[] = [0],
 ): Promise<FaultResult> {
-  const leader = await cluster.waitFor("a leader before the fault", () => leaderOf(cluster, buckets[0]), boundMs);
+  const leader = await steadyLeader(cluster, boundMs, buckets[0]);
   const victim = role === "leader" ? leader : cluster.live().find((i) => i !== leader);
   if (!victim) throw new Error("no follower to cut off");
   const before = lastTerm(leader, buckets[0]);
-  await cluster.linesWritten(leader, 5);
   const healed = await applyFault(proxies.of(victim.member), fault);
   const back = await cluster.waitFor(
     `every lease led within ${boundMs} ms of the heal after ${describeFault(fault)} of the ${role}`,
