@@ -8,7 +8,7 @@
  *    (bench/peers/: awslabs' Java client, cirello.io/dynamolock/v2) on the same proxies, in one run.
  *    Toxiproxy has no packet loss (a lost TCP segment is a retransmission: latency), so no loss row.
  * 2. Needless failovers against latency as a fraction of the call timeout: a leader alone, its
- *    link `f × callTimeoutMs` late (±3 %) for 20 renewal periods; counted: the terms it lost. With
+ *    link `f × callTimeoutMs` late (±3 %) for 15 renewal periods; counted: the terms it lost. With
  *    LEASEHOLD_SRC=<a checkout> the Elector is loaded from that checkout's src/ (the code before a
  *    change), so one machine measures before and after.
  *
@@ -40,6 +40,10 @@ const LATENCIES = [0, 20, 100];
 const RUNS = QUICK ? 1 : 4;
 const REFRESH_MS = 1000;
 const FRACTIONS = [0.5, 0.8, 0.9, 0.96, 1.0, 1.1];
+/** WAN_PART=needless: only the second table (the "before" run, LEASEHOLD_SRC=<old checkout>). */
+const ONLY_NEEDLESS = process.env.WAN_PART === "needless";
+const NEEDLESS_RUNS = 2;
+const NEEDLESS_PERIODS = 15;
 
 interface Running {
   waiting: Promise<bigint>;
@@ -60,7 +64,7 @@ export async function run(): Promise<Table[]> {
   const dynalite = await startDynaliteProcess();
   const toxiproxy = await startToxiproxy();
   const client = dynamoClient(dynalite.endpoint);
-  const list = await contenders();
+  const list = ONLY_NEEDLESS ? [] : await contenders();
   const samples = new Map<string, number[]>();
   let failoverRows: Array<Array<string | number>> = [];
   let needless: Array<Array<string | number>> = [];
@@ -103,6 +107,16 @@ export async function run(): Promise<Table[]> {
     await toxiproxy.stop();
     await dynalite.stop();
   }
+  const needlessTable: Table = {
+    title: "Needless failovers against latency (fraction of the call timeout)",
+    note:
+      `A leader alone on dynalite, leaseMs ${LEASE_MS} and the default timing, its link (answers only) f × callTimeoutMs ` +
+      `late ± 3 % for ${NEEDLESS_PERIODS} renewal periods, ${NEEDLESS_RUNS} runs per row: terms lost (a loss with a live store and no rival is needless). ` +
+      `Elector from ${SRC === join(import.meta.dirname, "..") ? "this checkout" : SRC}. ${machineLoad()} at the end.`,
+    columns: ["f", "callTimeoutMs", "added ms", "renewal periods", "terms lost"],
+    rows: needless,
+  };
+  if (ONLY_NEEDLESS) return [needlessTable];
   return [
     {
       title: "WAN-like links: failover and handover with latency added between each candidate and the store",
@@ -124,15 +138,7 @@ export async function run(): Promise<Table[]> {
       ],
       rows: failoverRows,
     },
-    {
-      title: "Needless failovers against latency (fraction of the call timeout)",
-      note:
-        `A leader alone on dynalite, leaseMs ${LEASE_MS} and the default timing, its link (answers only) f × callTimeoutMs ` +
-        `late ± 3 % for 20 renewal periods, 3 runs per row: terms lost (a loss with a live store and no rival is needless). ` +
-        `Elector from ${SRC === join(import.meta.dirname, "..") ? "this checkout" : SRC}. ${machineLoad()} at the end.`,
-      columns: ["f", "callTimeoutMs", "added ms", "renewal periods", "terms lost"],
-      rows: needless,
-    },
+    needlessTable,
   ];
 }
 
@@ -256,7 +262,7 @@ async function needlessFailovers(
   for (const f of FRACTIONS) {
     let lost = 0;
     let callTimeoutMs = 0;
-    for (let r = 0; r < 3; r++) {
+    for (let r = 0; r < NEEDLESS_RUNS; r++) {
       const proxy = await api.createProxy(uniqueProxyName("needless"), dynamo);
       const own = dynamoClient(proxy.url);
       const elector = new Elector({
@@ -280,12 +286,12 @@ async function needlessFailovers(
         stream: "downstream",
         attributes: { latency: added, jitter: Math.round(added * 0.03) },
       });
-      await sleep(20 * Math.floor(LEASE_MS / 3));
+      await sleep(NEEDLESS_PERIODS * Math.floor(LEASE_MS / 3));
       await elector.stop({ release: false });
       own.destroy();
       await proxy.delete();
     }
-    rows.push([f, callTimeoutMs, Math.round(f * callTimeoutMs), 20 * 3, lost]);
+    rows.push([f, callTimeoutMs, Math.round(f * callTimeoutMs), NEEDLESS_PERIODS * NEEDLESS_RUNS, lost]);
   }
   return rows;
 }

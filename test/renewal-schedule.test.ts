@@ -47,4 +47,3 @@ describe("the renewal schedule", () => {
     expect(renewalRetryAt({ ...base, sentAt: 12_000, failedAt: 12_010 })).toBe(13_500);
   });
 });
-
