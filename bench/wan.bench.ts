@@ -272,7 +272,7 @@ async function needlessFailovers(
         leaseMs: LEASE_MS,
       });
       callTimeoutMs = resolveElectorOptions({
-        store: { get: own, put: own },
+        store: { get: async () => null, put: async () => null },
         name: "x",
         leaseMs: LEASE_MS,
       }).callTimeoutMs;
