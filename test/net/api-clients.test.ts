@@ -14,7 +14,6 @@ import { afterAll, beforeAll, describe, it } from "vitest";
 import { resolveElectorOptions } from "../../src/elector/options.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { Prng } from "../chaos/prng.js";
-import { S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "../support/dynamo-server.js";
 import { buildGoPrograms, type GoPrograms } from "../support/go-module.js";
 import {
@@ -23,7 +22,8 @@ import {
   faultAndRecover,
   leaderOf,
   MemberProxies,
-  type NetFault,
+  standardFaults,
+  useTestAwsCredentials,
 } from "../support/net-scenario.js";
 import { Cluster, type Command, startServeProcess } from "../support/process-cluster.js";
 
@@ -35,8 +35,7 @@ const SEED = Number(process.env.NET_SEED ?? 11);
 const MEMBERS = ["c0", "c1", "c2"];
 const candidate = join(import.meta.dirname, "..", "support", "net-candidate.ts");
 
-process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
-process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
+useTestAwsCredentials();
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-net-api-"));
 let programs: GoPrograms;
@@ -60,27 +59,6 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function faults(rng: Prng): Array<{ fault: NetFault; role: "leader" | "follower" }> {
-  const between = (a: number, b: number) => Math.round(LEASE_MS * rng.between(a, b));
-  return [
-    { fault: { kind: "partition", how: "refused", ms: between(0.3, 0.6) }, role: "leader" },
-    { fault: { kind: "partition", how: "blackhole", ms: between(1.5, 3) }, role: "leader" },
-    { fault: { kind: "partition", how: "blackhole", ms: between(1, 2) }, role: "follower" },
-    { fault: { kind: "half-open", toxic: "timeout", ms: between(1.5, 2) }, role: "leader" },
-    { fault: { kind: "half-open", toxic: "reset_peer", ms: between(1, 1.5) }, role: "leader" },
-    { fault: { kind: "half-open", toxic: "limit_data", ms: between(1, 1.5) }, role: "leader" },
-    {
-      fault: {
-        kind: "latency",
-        latency: Math.round(timing.callTimeoutMs * 0.7),
-        jitter: Math.round(timing.callTimeoutMs * 0.2),
-        ms: 3 * LEASE_MS,
-      },
-      role: "leader",
-    },
-  ];
-}
-
 async function scenario(
   label: string,
   command: (proxyUrl: string, member: string, log: string) => ReturnType<Command>,
@@ -92,7 +70,7 @@ async function scenario(
     for (const m of MEMBERS) cluster.start(m);
     await cluster.waitFor("a leader", () => leaderOf(cluster), 60_000);
     const results: FaultResult[] = [];
-    for (const { fault, role } of faults(new Prng(SEED))) {
+    for (const { fault, role } of standardFaults(new Prng(SEED), LEASE_MS, timing.callTimeoutMs, false)) {
       results.push(await faultAndRecover(cluster, proxies, fault, role, BOUND_MS));
     }
     await cluster.close();

@@ -14,7 +14,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "../support/dynamo-server.js";
 import {
   checkNetLogs,
@@ -23,6 +22,7 @@ import {
   leaderOf,
   type NetFault,
   steadyLeader,
+  useTestAwsCredentials,
 } from "../support/net-scenario.js";
 import { Cluster, ms, ns, startServeProcess } from "../support/process-cluster.js";
 import { type ToxiProxy, testToxiproxy, uniqueProxyName } from "../support/toxiproxy.js";
@@ -34,8 +34,7 @@ const BOUND_MS = 6 * LEASE_MS + MAX_SKEW_MS;
 const MEMBERS = ["c0", "c1", "c2"];
 const candidate = join(import.meta.dirname, "..", "support", "net-candidate.ts");
 
-process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
-process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
+useTestAwsCredentials();
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-net-apistore-"));
 let server: Awaited<ReturnType<typeof startServeProcess>>;

@@ -19,7 +19,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { resolveElectorOptions } from "../../src/elector/options.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { Prng } from "../chaos/prng.js";
-import { createTestBucket, S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
+import { createTestBucket } from "../servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "../support/dynamo-server.js";
 import {
   applyFault,
@@ -29,8 +29,9 @@ import {
   lastTerm,
   leaderOf,
   MemberProxies,
-  type NetFault,
+  standardFaults,
   steadyLeader,
+  useTestAwsCredentials,
 } from "../support/net-scenario.js";
 import { Cluster } from "../support/process-cluster.js";
 
@@ -53,37 +54,12 @@ const BOUND_MS = 6 * LEASE_MS;
 const SEED = Number(process.env.NET_SEED ?? 11);
 const candidate = join(import.meta.dirname, "..", "support", "net-candidate.ts");
 
-process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
-process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
-process.env.AWS_REGION = "us-east-1";
+useTestAwsCredentials();
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-net-lib-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const MEMBERS = ["c0", "c1", "c2"];
-
-/** The faults of one run, on the leader unless said. */
-function faults(rng: Prng): Array<{ fault: NetFault; role: "leader" | "follower" }> {
-  const between = (a: number, b: number) => Math.round(LEASE_MS * rng.between(a, b));
-  return [
-    { fault: { kind: "partition", how: "refused", ms: between(0.3, 0.6) }, role: "leader" },
-    { fault: { kind: "partition", how: "blackhole", ms: between(1.5, 3) }, role: "leader" },
-    { fault: { kind: "partition", how: "refused", ms: between(1, 2) }, role: "follower" },
-    { fault: { kind: "half-open", toxic: "timeout", ms: between(1.5, 2) }, role: "leader" },
-    { fault: { kind: "half-open", toxic: "reset_peer", ms: between(1, 1.5) }, role: "leader" },
-    { fault: { kind: "half-open", toxic: "limit_data", ms: between(1, 1.5) }, role: "leader" },
-    {
-      fault: {
-        kind: "latency",
-        latency: Math.round(timing.callTimeoutMs * 0.7),
-        jitter: Math.round(timing.callTimeoutMs * 0.2),
-        ms: 3 * LEASE_MS,
-      },
-      role: "leader",
-    },
-    { fault: { kind: "bandwidth", rate: 1, ms: between(1, 2) }, role: "leader" },
-  ];
-}
 
 async function scenario(label: string, storeUrl: (proxyUrl: string) => string, upstream: string) {
   const dir = mkdtempSync(join(root, `${label}-`));
@@ -97,7 +73,7 @@ async function scenario(label: string, storeUrl: (proxyUrl: string) => string, u
     await cluster.waitFor("a leader", () => leaderOf(cluster), 60_000);
     const rng = new Prng(SEED);
     const results: FaultResult[] = [];
-    for (const { fault, role } of faults(rng))
+    for (const { fault, role } of standardFaults(rng, LEASE_MS, timing.callTimeoutMs, true))
       results.push(await faultAndRecover(cluster, proxies, fault, role, BOUND_MS));
 
     await cluster.close();

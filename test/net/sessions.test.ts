@@ -16,7 +16,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "../support/dynamo-server.js";
 import {
   applyFault,
@@ -26,6 +25,7 @@ import {
   leaderOf,
   MemberProxies,
   type NetFault,
+  useTestAwsCredentials,
 } from "../support/net-scenario.js";
 import { Cluster, ms, shardBalanceBoundMs, shardWorkerCommand, startServeProcess } from "../support/process-cluster.js";
 
@@ -34,8 +34,7 @@ const LEASE_MS = 1000;
 const BOUND_MS = 10 * LEASE_MS;
 const candidate = join(import.meta.dirname, "..", "support", "net-candidate.ts");
 
-process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
-process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
+useTestAwsCredentials();
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-net-sessions-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -10,8 +10,12 @@
  * leader after a heal, needless failovers under latency) is printed and goes to the bench
  * (bench/wan.bench.ts, docs/partitions.md), never asserted.
  */
+import { join } from "node:path";
 import { expect } from "vitest";
+import type { Prng } from "../chaos/prng.js";
 import { checkShardedTrace } from "../chaos/sharded-checker.js";
+import { S3_TEST_CREDENTIALS } from "../servers/versitygw.server.js";
+import { createLeaseTable, dynamoClient, testEndpoint } from "./dynamo-server.js";
 import { type Cluster, type Incarnation, ms, ns, readWork, termsGoBackwards, traceOf } from "./process-cluster.js";
 import { type ToxiProxy, type Toxiproxy, testToxiproxy, uniqueProxyName } from "./toxiproxy.js";
 
@@ -180,3 +184,81 @@ export function checkNetLogs(cluster: Cluster, label: string, results: FaultResu
   expect(checkShardedTrace({ buckets: trace, countOf: new Map(), keys: [] })).toEqual([]);
   return tenures;
 }
+
+/**
+ * The faults of one scenario run (library → store, client → API), seeded, on the leader unless
+ * said: partitions of 0.3-3 leases, the three half-open links, a latency storm of 0.7 ± 0.2 call
+ * timeouts, and with `slowLink` a 1 KB/s link.
+ */
+export function standardFaults(
+  rng: Prng,
+  leaseMs: number,
+  callTimeoutMs: number,
+  slowLink: boolean,
+): Array<{ fault: NetFault; role: "leader" | "follower" }> {
+  const between = (a: number, b: number) => Math.round(leaseMs * rng.between(a, b));
+  return [
+    { fault: { kind: "partition", how: "refused", ms: between(0.3, 0.6) }, role: "leader" },
+    { fault: { kind: "partition", how: "blackhole", ms: between(1.5, 3) }, role: "leader" },
+    { fault: { kind: "partition", how: slowLink ? "refused" : "blackhole", ms: between(1, 2) }, role: "follower" },
+    { fault: { kind: "half-open", toxic: "timeout", ms: between(1.5, 2) }, role: "leader" },
+    { fault: { kind: "half-open", toxic: "reset_peer", ms: between(1, 1.5) }, role: "leader" },
+    { fault: { kind: "half-open", toxic: "limit_data", ms: between(1, 1.5) }, role: "leader" },
+    {
+      fault: {
+        kind: "latency",
+        latency: Math.round(callTimeoutMs * 0.7),
+        jitter: Math.round(callTimeoutMs * 0.2),
+        ms: 3 * leaseMs,
+      },
+      role: "leader",
+    },
+    ...(slowLink
+      ? [{ fault: { kind: "bandwidth", rate: 1, ms: between(1, 2) } as NetFault, role: "leader" as const }]
+      : []),
+  ];
+}
+
+/** The AWS SDK's credentials and region for dynalite and versitygw, for the processes this file starts. */
+export function useTestAwsCredentials(): void {
+  process.env.AWS_ACCESS_KEY_ID = S3_TEST_CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = S3_TEST_CREDENTIALS.secretAccessKey;
+  process.env.AWS_REGION = "us-east-1";
+}
+
+/** A fresh lease table on the run's dynalite; returns its name. */
+export async function freshTable(): Promise<string> {
+  const admin = dynamoClient(testEndpoint());
+  try {
+    return await createLeaseTable(admin);
+  } finally {
+    admin.destroy();
+  }
+}
+
+/** A candidate process (test/support/net-candidate.ts) on `storeUrl`: "elector", or "bound" with `leases`. */
+export function netCandidate(
+  storeUrl: string,
+  mode: "elector" | "bound",
+  member: string,
+  log: string,
+  leaseMs: number,
+  leases?: number,
+) {
+  return {
+    file: process.execPath,
+    args: [
+      "--import",
+      "tsx",
+      candidateScript,
+      storeUrl,
+      mode,
+      member,
+      log,
+      String(leaseMs),
+      ...(leases === undefined ? [] : [String(leases)]),
+    ],
+  };
+}
+
+const candidateScript = join(import.meta.dirname, "net-candidate.ts");
