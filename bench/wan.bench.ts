@@ -9,7 +9,7 @@
  *    Toxiproxy has no packet loss (a lost TCP segment is a retransmission: latency), so no loss row.
  * 2. Needless failovers against latency as a fraction of the call timeout: a leader alone, its
  *    link `f × callTimeoutMs` late (±3 %) for 15 renewal periods; counted: the terms it lost. With
- *    LEASEHOLD_SRC=<a checkout> the Elector is loaded from that checkout's src/ (the code before a
+ *    WAN_BENCH_SRC=<a checkout> the Elector is loaded from that checkout's src/ (the code before a
  *    change), so one machine measures before and after.
  *
  *   npx tsx bench/index.ts wan
@@ -26,7 +26,7 @@ import { startDynaliteProcess } from "./support/dynalite-process.js";
 import { buildGoPeer, buildJavaPeer, type PeerArgs, type PeerCommand, PeerProcess } from "./support/lock-peers.js";
 import { median, quantile, type Table } from "./table.js";
 
-const SRC = process.env.LEASEHOLD_SRC ?? join(import.meta.dirname, "..");
+const SRC = process.env.WAN_BENCH_SRC ?? join(import.meta.dirname, "..");
 const { Elector } = (await import(join(SRC, "src", "elector.ts"))) as { Elector: typeof ElectorClass };
 const { DynamoDbStore } = (await import(join(SRC, "src", "stores", "dynamodb.ts"))) as {
   DynamoDbStore: typeof DynamoDbStoreClass;
@@ -40,7 +40,7 @@ const LATENCIES = [0, 20, 100];
 const RUNS = QUICK ? 1 : 4;
 const REFRESH_MS = 1000;
 const FRACTIONS = [0.5, 0.8, 0.9, 0.96, 1.0, 1.1];
-/** WAN_PART=needless: only the second table (the "before" run, LEASEHOLD_SRC=<old checkout>). */
+/** WAN_PART=needless: only the second table (the "before" run, WAN_BENCH_SRC=<old checkout>). */
 const ONLY_NEEDLESS = process.env.WAN_PART === "needless";
 const NEEDLESS_RUNS = 2;
 const NEEDLESS_PERIODS = 15;

@@ -172,6 +172,7 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       maxSkewMs: 1000,
       watchPollMs: 1000,
       heartbeatMs: 15_000,
+      storeTimeoutMs: 2000,
       limits: {},
     });
     expect(readServerConfig(BASE.worker, "worker").store).toEqual({ kind: "durable-objects" });
@@ -346,7 +347,7 @@ describe("warnings and the start-up line", () => {
     const config = readServerConfig({ LEASEHOLD_TOKENS: two, HOST: "0.0.0.0" }, "node");
     const line = startupLine(config, "http://0.0.0.0:8787");
     expect(line).toBe(
-      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000',
+      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, storeTimeoutMs 2000, inFlight 512, reservedInFlight 128, lateMs 1000',
     );
     expect(line).not.toContain(TOKEN);
   });
