@@ -47,7 +47,7 @@ export interface ElectorOptions {
   jitter?: number;
   /** Bound on wall-clock skew between machines, for the fresh-candidate shortcut (docs/design.md §3, §7). Default 1000. */
   maxSkewMs?: number;
-  /** Longest a store call may take before it counts as ambiguous. Default renewMs. */
+  /** Longest a store call may take before it counts as ambiguous. Default renewMs, at most half of leaseMs - safetyMs - renewMs (two renewal attempts fit: docs/partitions.md). */
   callTimeoutMs?: number;
   /** On stop, how long leader work may run after its signal aborted before the lease is released anyway. Default leaseMs. */
   graceMs?: number;

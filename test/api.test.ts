@@ -110,31 +110,48 @@ describe("lease lifecycle", () => {
     expectProblem(await call("GET", path(name)), 404, "not-found");
   });
 
-  it("expiry is judged by renewedAt + leaseMs + maxSkewMs on the server's clock", async () => {
+  it("expiry: leaseMs on this instance's clock for its own writes, renewedAt + leaseMs + maxSkewMs for another's", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 2) });
     const local = inProcessApi({ clock, maxSkewMs: 500 });
+    // A second instance of the API on the same store (another replica): it did not write the record.
+    const other = inProcessApi({ clock, maxSkewMs: 500, store: local.store });
+    const poster = (api: typeof local, name: string) => (suffix: string, body: unknown) =>
+      api
+        .fetch(`${api.url}${path(name, suffix)}`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        })
+        .then(async (r) => ({ status: r.status, body: await r.json() }));
     {
       const name = uniqueName();
-      const post = (suffix: string, body: unknown) =>
-        local
-          .fetch(`${local.url}${path(name, suffix)}`, {
-            method: "POST",
-            headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-            body: JSON.stringify(body),
-          })
-          .then(async (r) => ({ status: r.status, body: (await r.json()) as { lease: { term: number } } }));
+      const post = poster(local, name);
+      const elsewhere = poster(other, name);
       expect((await post("/acquire", { holder: "a", instance: INSTANCE, leaseMs: 1000 })).status).toBe(200);
-      await clock.advance(1500); // renewedAt + leaseMs + maxSkewMs: not yet past
+      await clock.advance(999); // leaseMs since this instance wrote it: not yet
       expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
       await clock.advance(1);
+      // The other instance judges by the record's stamp and the skew bound: not before 1501 ms.
+      expect((await elsewhere("/acquire", { holder: "c", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
+      // The writer itself knows its own write: free now, without waiting for the skew bound.
       const b = await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 });
       expect(b.body).toMatchObject({ leader: true, lease: { holder: "b", term: 2 } });
       // The old holder's renewal of its term is refused: the lease moved on.
       expect((await post("/renew", held("a", 1))).status).toBe(409);
+      // b's record, judged by the other instance: renewedAt + leaseMs + maxSkewMs.
+      await clock.advance(1500);
+      expect((await elsewhere("/acquire", { holder: "c", instance: INSTANCE, leaseMs: 1000 })).status).toBe(409);
+      await clock.advance(1);
+      expect((await elsewhere("/acquire", { holder: "c", instance: INSTANCE, leaseMs: 1000 })).body).toMatchObject({
+        leader: true,
+        lease: { holder: "c", term: 3 },
+      });
       // An expired holder re-acquiring gets a new term, never the old one.
       await clock.advance(1501);
-      expect((await post("/renew", held("b", 2))).status).toBe(409);
-      expect((await post("/acquire", { holder: "b", instance: INSTANCE, leaseMs: 1000 })).body.lease.term).toBe(3);
+      expect((await post("/renew", held("c", 3))).status).toBe(409);
+      expect((await post("/acquire", { holder: "c", instance: INSTANCE, leaseMs: 1000 })).body).toMatchObject({
+        lease: { term: 4 },
+      });
     }
   });
 

@@ -62,6 +62,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_MAX_SKEW_MS: { value: "2500", check: (c) => expect(c.app.maxSkewMs).toBe(2500) },
   LEASEHOLD_WATCH_POLL_MS: { value: "250", check: (c) => expect(c.app.watchPollMs).toBe(250) },
   LEASEHOLD_HEARTBEAT_MS: { value: "5000", check: (c) => expect(c.app.heartbeatMs).toBe(5000) },
+  LEASEHOLD_STORE_TIMEOUT_MS: { value: "750", check: (c) => expect(c.app.storeTimeoutMs).toBe(750) },
   LEASEHOLD_BODY_BYTES: { value: "8192", check: (c) => expect(c.app.limits.bodyBytes).toBe(8192) },
   LEASEHOLD_LIST_LIMIT: { value: "50", check: (c) => expect(c.app.limits.listLimit).toBe(50) },
   LEASEHOLD_WATCH_STREAMS: { value: "20", check: (c) => expect(c.app.limits.watchStreams).toBe(20) },
@@ -177,6 +178,7 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       maxSkewMs: 1000,
       watchPollMs: 1000,
       heartbeatMs: 15_000,
+      storeTimeoutMs: 2000,
       limits: {},
     });
     expect(readServerConfig(BASE.worker, "worker").store).toEqual({
@@ -366,7 +368,7 @@ describe("warnings and the start-up line", () => {
     const config = readServerConfig({ LEASEHOLD_TOKENS: two, HOST: "0.0.0.0" }, "node");
     const line = startupLine(config, "http://0.0.0.0:8787");
     expect(line).toBe(
-      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000',
+      'API on http://0.0.0.0:8787; store sqlite:./data/leasehold.db (default); auth: 2 tokens (billing: read+write on "adapters/", "jobs/"; #2: read on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, storeTimeoutMs 2000, inFlight 512, reservedInFlight 128, lateMs 1000',
     );
     expect(line).not.toContain(TOKEN);
   });

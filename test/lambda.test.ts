@@ -190,7 +190,7 @@ describe("lambda configuration: each variable the Lambda entry reads", () => {
       { log },
     );
     expect(logs).toEqual([
-      `API on Lambda (leasehold-api, buffered, no watch streams); store ${dynamo()}; auth: 1 token (fn: read+write+cas on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000`,
+      `API on Lambda (leasehold-api, buffered, no watch streams); store ${dynamo()}; auth: 1 token (fn: read+write+cas on all leases); maxSkewMs 1000, watchPollMs 1000, heartbeatMs 15000, storeTimeoutMs 2000`,
     ]);
     expect((await invoke(acquire("jobs/tokens", null), via)).status).toBe(401);
     expect((await invoke(acquire("jobs/tokens"), via)).status).toBe(200);

@@ -149,10 +149,16 @@ describe("npm start reads every variable", () => {
 
   it("LEASEHOLD_MAX_SKEW_MS: an expired lease is free once renewedAt + leaseMs + the bound has passed", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 2) });
-    const started = await startWith({ LEASEHOLD_MAX_SKEW_MS: "250" }, clock);
+    // Two instances on one file: the second judges the first's record by its stamp and the bound
+    // (a record an instance wrote itself is free leaseMs after that write, src/api/own-writes.ts).
+    const db = file();
+    const writer = await startWith({ LEASEHOLD_MAX_SKEW_MS: "250", LEASEHOLD_DB: db }, clock);
+    const started = await startWith({ LEASEHOLD_MAX_SKEW_MS: "250", LEASEHOLD_DB: db }, clock);
     const acquire = (holder: string) =>
       call(started, "POST", `${leasePath("jobs/skew")}/acquire`, { holder, leaseMs: 1000 });
-    expect((await acquire("a")).status).toBe(200);
+    expect(
+      (await call(writer, "POST", `${leasePath("jobs/skew")}/acquire`, { holder: "a", leaseMs: 1000 })).status,
+    ).toBe(200);
     await clock.advance(1250);
     expect((await acquire("b")).status).toBe(409);
     await clock.advance(1);
@@ -316,7 +322,7 @@ describe("npm start refuses to start, naming the variable", () => {
         .find((l) => l.includes("API on")),
     );
     expect(line).toMatch(
-      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write\+cas on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000, inFlight 512, reservedInFlight 128, lateMs 1000$/,
+      /^leasehold: API on http:\/\/127\.0\.0\.1:\d+; store sqlite:\S+ \(LEASEHOLD_DB\); auth: 1 token \(ci: read\+write\+cas on "jobs\/"\); maxSkewMs 2000, watchPollMs 1000, heartbeatMs 15000, storeTimeoutMs 2000, inFlight 512, reservedInFlight 128, lateMs 1000$/,
     );
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);

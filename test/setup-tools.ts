@@ -2,8 +2,8 @@
  * `npm run test:setup`: builds or installs every test server and external tool into `.cache/`
  * ahead of `npm test` (CI runs it first, so the test run's own clock measures tests, not
  * compilers). Each piece is the same installer the tests call on first use, so running this is
- * optional on a developer's machine: fake-gcs-server, versitygw and oapi-codegen with Go, the Go
- * module's (clients/go, clients/go/k8slock) dependencies and build cache (client-go's compile takes
+ * optional on a developer's machine: fake-gcs-server, versitygw, oapi-codegen and toxiproxy-server
+ * with Go, the Go module's (clients/go, clients/go/k8slock) dependencies and build cache (client-go's compile takes
  * minutes on 2 cores), Schemathesis and mfusepy in virtualenvs, the AWS Lambda Node.js runtime
  * interface client (a native build), and nginx (Debian's package, extracted).
  */
@@ -17,6 +17,7 @@ import { installNginx } from "./support/nginx.js";
 import { oapiCodegen } from "./support/oapi-codegen.js";
 import { installPowerLossFs } from "./support/power-loss-fs.js";
 import { installSchemathesis } from "./support/schemathesis.js";
+import { toxiproxyProgram } from "./support/toxiproxy.js";
 
 async function timed(what: string, step: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
@@ -28,6 +29,7 @@ async function timed(what: string, step: () => Promise<unknown>): Promise<void> 
 await timed("fake-gcs-server", installFakeGcs);
 await timed("versitygw", () => installGoProgram(versitygwProgram));
 await timed("oapi-codegen", () => installGoProgram(oapiCodegen));
+await timed("toxiproxy-server", () => installGoProgram(toxiproxyProgram));
 await timed("the Go module's build", async () => {
   // The same flags as test/go/*.test.ts, so the tests find every package compiled.
   for (const dir of [goModuleDir, k8slockDir]) {

@@ -50,10 +50,11 @@ func NewClient(baseURL string, o ClientOptions) (*Client, error) {
 	}
 	token := o.Token
 	raw, err := wire.NewClient(baseURL, wire.WithHTTPClient(hc), wire.WithRequestEditorFn(
-		func(_ context.Context, req *http.Request) error {
+		func(ctx context.Context, req *http.Request) error {
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}
+			setTimeoutHeader(ctx, req)
 			return nil
 		}))
 	if err != nil {
@@ -380,4 +381,19 @@ func problemOf(op string, hr *http.Response, body []byte) error {
 		p.RetryAfter = time.Duration(s) * time.Second
 	}
 	return p
+}
+
+// timeoutHeader carries the caller's own deadline to the server (docs/partitions.md, "No late
+// effects"): the server abandons the request when this client gives up on it, and never writes
+// for it afterwards. Whole milliseconds, 1 to 600000 (the most the server takes).
+const timeoutHeader = "Leasehold-Timeout-Ms"
+
+func setTimeoutHeader(ctx context.Context, req *http.Request) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return
+	}
+	ms := (time.Until(deadline) + time.Millisecond - 1) / time.Millisecond
+	ms = max(1, min(ms, 600_000))
+	req.Header.Set(timeoutHeader, strconv.FormatInt(int64(ms), 10))
 }

@@ -79,7 +79,9 @@ func (t Timing) resolve(errs *[]error) timing {
 		r.retry = max(time.Millisecond, time.Duration(float64(r.lease)/7.5).Truncate(time.Millisecond))
 	}
 	if r.call == 0 {
-		r.call = r.renew
+		// Two whole renewal attempts fit in what is left of the window when a renewal is due
+		// (docs/partitions.md, "The renewal schedule"; src/elector/renewal-schedule.ts).
+		r.call = max(time.Millisecond, min(r.renew, ((r.lease-r.safety-r.renew)/2).Truncate(time.Millisecond)))
 	}
 	if r.grace == 0 {
 		r.grace = r.lease

@@ -72,6 +72,7 @@ func (e *Elector) lead(ctx context.Context, t *tenure) error {
 		if e.clock.Now().Before(next) {
 			continue
 		}
+		attemptAt := e.clock.Now()
 		res, err := e.renew(t)
 		if isClosed(t.lost) {
 			continue
@@ -98,7 +99,13 @@ func (e *Elector) lead(ctx context.Context, t *tenure) error {
 			return err
 		default:
 			e.log.Warn("renewal got no clear answer; sending it again", "term", t.term, "error", err)
-			next = e.retryRenewal(t, 0)
+			if e.clock.Now().Sub(attemptAt) >= min(e.t.call, e.untilOf(t).Sub(attemptAt)) {
+				// It used up its whole timeout: that wait was the back-off, send it again at once
+				// (docs/partitions.md, "The renewal schedule").
+				next = e.clock.Now()
+			} else {
+				next = e.retryRenewal(t, 0)
+			}
 		}
 	}
 }
@@ -113,6 +120,13 @@ func (e *Elector) retryRenewal(t *tenure, retryAfter time.Duration) time.Time {
 	now := e.clock.Now()
 	wait := min(e.t.after(max(e.t.retry, retryAfter)), until.Sub(now)/2)
 	return now.Add(max(wait, e.t.retry/4))
+}
+
+// untilOf is when t's window closes.
+func (e *Elector) untilOf(t *tenure) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return t.until
 }
 
 // renew sends one renewal of t, bounded by the time left in its window. A success moves the

@@ -46,6 +46,12 @@ export interface AppOptions {
   /** SSE keep-alive comment interval. Default 15000 ms. */
   heartbeatMs?: number;
   /**
+   * Deadline of each store call (src/api/store-deadline.ts): past it the call is abandoned and the
+   * request answered 503 with Retry-After, never held until the store answers. Keep it under the
+   * clients' call timeouts. Default 2000 ms.
+   */
+  storeTimeoutMs?: number;
+  /**
    * How this runtime carries streams (the watch route's Server-Sent Events). Default: a stream
    * lasts until its client leaves.
    * - `{ unavailable: detail }`: responses are buffered (the Lambda `handler` export), so a stream

@@ -25,6 +25,7 @@ import { methodNotAllowed } from "./methods.js";
 import { admitted, authenticate, countRequests, jsonBodies, loopbackHostsOnly } from "./middleware.js";
 import { resolveAppOptions } from "./options.js";
 import { ProblemError } from "./problems.js";
+import { requestDeadline } from "./request-deadline.js";
 import { registerCasRoute } from "./routes/cas.js";
 import { registerGroupRoutes } from "./routes/groups.js";
 import { registerLeaseRoutes } from "./routes/leases.js";
@@ -60,6 +61,7 @@ export function createApp(options: AppOptions): OpenAPIHono<Env> {
   );
   if (options.allowedHosts === "loopback") app.use("*", loopbackHostsOnly());
   app.use("/v1/*", authenticate(auth));
+  app.use("/v1/*", requestDeadline(deps.clock));
   app.use("/v1/*", jsonBodies(resolved.bodyBytes));
   if (deps.admission) app.use("/v1/*", admitted(deps.admission));
 

@@ -6,7 +6,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Clock } from "../clock.js";
-import type { Stored } from "../lease.js";
+import type { LeaseStore, Stored } from "../lease.js";
 import type { Admission } from "./admission.js";
 import { type Authorizer, type Principal, principalName, type Verb } from "./auth.js";
 import type { Caller, LeaseService } from "./lease-service.js";
@@ -17,6 +17,7 @@ import type { apiRoutes } from "./openapi.js";
 import type { ResolvedAppOptions } from "./options.js";
 import { ProblemError } from "./problems.js";
 import type { ShardService } from "./shard-service.js";
+import type { StoreHealth } from "./store-deadline.js";
 import type { WatchHub } from "./watch-hub.js";
 
 export type Env = {
@@ -25,6 +26,8 @@ export type Env = {
     principal: Principal;
     /** Set by admission (src/api/admission.ts) for a request admitted on the holders' share only. */
     renewalsOnly: ProblemError | undefined;
+    /** The request's deadline (src/api/request-deadline.ts): every store call for it stops there. */
+    deadline: AbortSignal | undefined;
   };
 };
 
@@ -51,6 +54,10 @@ export interface Deps {
   routes: ReturnType<typeof apiRoutes>;
   /** Renewals first (src/api/admission.ts); undefined: every request is admitted. */
   admission: Admission | undefined;
+  /** Whether the store answered lately (src/api/store-deadline.ts), for /readyz. */
+  storeHealth: StoreHealth;
+  /** The store behind the deadlines and metering, for the /readyz probe. */
+  store: LeaseStore;
 }
 
 /** 403 unless the request's token may do `verb` on `name`. */
@@ -85,6 +92,7 @@ export function callerOf(deps: Deps, c: Context<Env>, name: string): Caller {
     quotaPrefix: quotaPrefixOf(deps.auth.scopeOf(principal, name) ?? name, name),
     mayWrite: (other) => deps.auth.authorize(principal, "cas", other).ok,
     renewalsOnly: c.get("renewalsOnly"),
+    deadline: c.get("deadline"),
   };
 }
 

@@ -28,6 +28,7 @@ import { type LeaseViews, storeProblem, toView } from "./lease-views.js";
 import type { CallerKey, RecordQuota } from "./limits.js";
 import { type ApiLogger, silentLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
+import { withSignal } from "./store-deadline.js";
 
 const ATTEMPTS = 4;
 
@@ -53,6 +54,8 @@ export interface Caller {
    * the refusal to answer, before anything is written, when it turns out not to be one.
    */
   renewalsOnly?: ProblemError | undefined;
+  /** The request's deadline: no store call for it runs past it, no write is sent after it (src/api/store-deadline.ts). */
+  deadline?: AbortSignal | undefined;
 }
 
 export interface LeaseServiceOptions {
@@ -85,10 +88,10 @@ export class LeaseService {
     return this.views.isFree(record, wallNow);
   }
 
-  async get(name: string): Promise<Stored | null> {
+  async get(name: string, deadline?: AbortSignal): Promise<Stored | null> {
     let stored: Stored | null;
     try {
-      stored = await this.store.get(name);
+      stored = await this.store.get(name, deadline ? { signal: deadline } : undefined);
     } catch (error) {
       throw storeProblem("get", error);
     }
@@ -216,15 +219,18 @@ export class LeaseService {
     instance: string,
     caller: Caller,
   ): Promise<Stored> {
-    const wall = this.clock.wallNow();
-    if (body.acquiredAt > wall + this.views.maxSkewMs) {
+    const received = this.clock.wallNow();
+    if (body.acquiredAt > received + this.views.maxSkewMs) {
       throw new ProblemError("validation", "acquiredAt is in the future of this server's clock", {
-        errors: [{ path: "acquiredAt", message: `expected at most ${wall + this.views.maxSkewMs}` }],
+        errors: [{ path: "acquiredAt", message: `expected at most ${received + this.views.maxSkewMs}` }],
       });
     }
     const digest = await instanceDigest(instance);
+    const current = await this.get(name, caller.deadline);
+    // Stamped once the record is read, just before it is written: not when the request arrived (a
+    // request held up by a slow store would otherwise write a record already expired).
+    const wall = this.clock.wallNow();
     const next: LeaseRecord = { name, ...(body as Omit<LeaseRecord, "name">), holderDigest: digest, renewedAt: wall };
-    const current = await this.get(name);
     const held = current ? await this.heldState(current, wall) : undefined;
     // A successor's registration, or the holder's hand-over to it (src/api/bound-leases.ts).
     const write = succession(current?.record, next, digest, held !== undefined && !held.free);
@@ -246,7 +252,7 @@ export class LeaseService {
     }
     if (write.kind === "other") this.enforceHolding(name, current, next, digest, held);
     if (current === null) await this.admitCreate(caller);
-    const outcome = await this.write(name, write.record, current, caller.by);
+    const outcome = await this.write(name, write.record, current, caller.by, caller.deadline);
     if (outcome.kind === "lost") throw notAtRevision(name, outcome.current);
     return outcome.stored;
   }
@@ -285,9 +291,7 @@ export class LeaseService {
    * stamps, or a bound lease by its process session's record (src/api/bound-leases.ts; one more read).
    */
   private async heldState(stored: Stored, wall: number): Promise<{ free: boolean; freeInMs: number }> {
-    if (!boundSession(stored.record)) {
-      return { free: this.isFree(stored.record, wall), freeInMs: this.views.freeInMs(stored.record, wall) };
-    }
+    if (!boundSession(stored.record)) return this.views.freeState(stored, wall);
     const state = await this.views.state(stored);
     return {
       free: state.free,
@@ -352,7 +356,7 @@ export class LeaseService {
       wall: number,
     ) => LeaseRecord | undefined | "unchanged" | Promise<LeaseRecord | undefined | "unchanged">,
   ): Promise<LeaseOutcome> {
-    let current = await this.get(name);
+    let current = await this.get(name, caller.deadline);
     let admitted = false;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const record = await next(current, this.clock.wallNow());
@@ -368,11 +372,11 @@ export class LeaseService {
         await this.admitCreate(caller);
         admitted = true;
       }
-      const outcome = await this.write(name, record, current, caller.by);
+      const outcome = await this.write(name, record, current, caller.by, caller.deadline);
       if (outcome.kind === "applied") {
         return { leader: outcome.stored.record.holder !== null, stored: outcome.stored, created: current === null };
       }
-      current = outcome.current === undefined ? await this.get(name) : outcome.current;
+      current = outcome.current === undefined ? await this.get(name, caller.deadline) : outcome.current;
       if (current) this.publish(name, current);
     }
     throw new ProblemError("store-unavailable", `lease "${name}" changed ${ATTEMPTS} times while deciding; retry`, {
@@ -390,12 +394,14 @@ export class LeaseService {
     next: LeaseRecord,
     current: Stored | null,
     by: string,
+    deadline?: AbortSignal,
   ): Promise<Exclude<WriteOutcome, { kind: "unknown" }>> {
-    const writer = new CasWriter({ store: this.store, name, clock: this.clock });
+    const writer = new CasWriter({ store: withSignal(this.store, deadline), name, clock: this.clock });
     const outcome = await writer.writeSettled(next, current?.revision ?? null).catch((error: unknown) => {
       throw storeProblem("put", error);
     });
     if (outcome.kind === "applied") {
+      this.views.ownWrites.note(outcome.stored, outcome.sentAt);
       this.publish(name, outcome.stored);
       const from = current?.record.holder ?? null;
       const to = outcome.stored.record.holder;
@@ -433,7 +439,7 @@ function heldBy(name: string, current: Stored, freeInMs: number): ProblemError {
   const r = current.record;
   return new ProblemError(
     "conflict",
-    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server's clock passes renewedAt + leaseMs + maxSkewMs: another holder takes it only after that`,
+    `lease "${name}" is held by ${JSON.stringify(r.holder)} (term ${r.term}) until this server counts it free (leaseMs after this instance wrote it, by its own clock; renewedAt + leaseMs + maxSkewMs for a record another instance wrote): another holder takes it only after that`,
     { lease: toView(current), leader: false, retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)), freeInMs },
   );
 }

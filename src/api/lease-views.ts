@@ -8,6 +8,7 @@
  * which judge records when the hub tells them of a change, never call back into what publishes
  * to the hub (docs/design.md §5, "One way"). Runtime-neutral.
  */
+
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import { leaseView } from "../http/lease-view.js";
@@ -17,6 +18,7 @@ import { memberName } from "../sharding/layout.js";
 import { freeByStamps, freeInMs } from "../tenure.js";
 import { boundSession, boundState } from "./bound-leases.js";
 import { type BucketState, GroupRecords, groupShape } from "./group-records.js";
+import { OwnWrites } from "./own-writes.js";
 import { ProblemError } from "./problems.js";
 
 /** A record as callers see it (`held`: its session's state, for a bucket or a bound lease); no instance proof. */
@@ -41,6 +43,8 @@ export function storeProblem(op: string, error: unknown): ProblemError {
 export class LeaseViews {
   /** Recognises the records of sharded groups, and a bucket's real state. */
   readonly groups: GroupRecords;
+  /** The records this instance wrote itself, judged on its own clock. */
+  readonly ownWrites: OwnWrites;
 
   constructor(
     /** The API's (metered) store. */
@@ -48,6 +52,7 @@ export class LeaseViews {
     private readonly clock: Clock,
     readonly maxSkewMs: number,
   ) {
+    this.ownWrites = new OwnWrites(clock);
     this.groups = new GroupRecords((name) => this.read(name), clock, maxSkewMs);
   }
 
@@ -59,6 +64,17 @@ export class LeaseViews {
   /** When this server will first consider `record` free (ms from `wallNow`; 0 when it is already). */
   freeInMs(record: LeaseRecord, wallNow = this.clock.wallNow()): number {
     return freeInMs(record, wallNow, this.maxSkewMs);
+  }
+
+  /**
+   * Whether a plain lease is free now and, held, in how long it will be: by this instance's own
+   * clock when it wrote the current revision itself (./own-writes.ts), else by the record's stamps.
+   */
+  freeState(stored: Stored, wallNow = this.clock.wallNow()): { free: boolean; freeInMs: number } {
+    const stamps = this.freeInMs(stored.record, wallNow);
+    const own = this.ownWrites.freeInMs(stored);
+    const freeInMs = own === undefined ? stamps : Math.min(own, stamps);
+    return { free: freeInMs === 0, freeInMs };
   }
 
   /** The record as callers see it, a bucket or a bound lease with its session's state. */

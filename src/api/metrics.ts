@@ -83,6 +83,10 @@ export class ApiMetrics {
   readonly conflicts = new Counter("leasehold_cas_conflicts_total", "Compare-and-swap writes that lost a race.");
   readonly storeErrors = new Counter("leasehold_store_errors_total", "Store calls that failed, by op and ambiguity.");
   readonly storeLatency = new Histogram("leasehold_store_call_duration_seconds", "Store call latency by op.");
+  readonly storeTimeouts = new Counter(
+    "leasehold_store_timeouts_total",
+    "Store calls abandoned at a deadline, by op and by whose (store: LEASEHOLD_STORE_TIMEOUT_MS; request: the client's).",
+  );
   readonly watchers = new Counter("leasehold_watch_streams_total", "Watch streams opened.");
   readonly refused = new Counter(
     "leasehold_admission_refused_total",
@@ -96,6 +100,7 @@ export class ApiMetrics {
         this.conflicts,
         this.storeErrors,
         this.storeLatency,
+        this.storeTimeouts,
         this.watchers,
         this.refused,
         ...this.gauges,

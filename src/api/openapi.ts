@@ -28,6 +28,7 @@ import {
   NameParam,
   Problem,
   ProblemKind,
+  Ready,
   RecordBody,
   RecordNameParam,
   TermBody,
@@ -525,6 +526,19 @@ export function apiRoutes(secured: boolean) {
       summary: "Liveness: the process serves requests (the store is not called)",
       ...open,
       responses: { 200: json(Health, "Serving") },
+    } satisfies RouteConfig,
+    ready: {
+      method: "get",
+      path: "/readyz",
+      operationId: "ready",
+      tags: ["service"],
+      summary:
+        "Readiness: the store answered within LEASEHOLD_STORE_TIMEOUT_MS (lately, or to a read made now); 503 while it cannot be reached",
+      ...open,
+      responses: {
+        200: json(Ready, "Serving, and the store answers"),
+        503: problem("`store-unavailable`: the store did not answer in time (retry after Retry-After)", retryAfter),
+      },
     } satisfies RouteConfig,
     metrics: {
       method: "get",

@@ -31,6 +31,10 @@ export const APP_OPTION_BOUNDS = {
   maxSkewMs: { min: 0, max: 60_000, default: 1000, unit: MS },
   watchPollMs: { min: 10, max: 3_600_000, default: 1000, unit: MS },
   heartbeatMs: { min: 10, max: 3_600_000, default: 15_000, unit: MS },
+  // A store call's deadline (src/api/store-deadline.ts): under the clients' call timeouts (the
+  // elector's default is about a quarter of its lease), so a cut link is a 503 while the client
+  // still waits; 10 ms is below any store's round trip, a minute is no deadline at all.
+  storeTimeoutMs: { min: 10, max: 60_000, default: 2000, unit: MS },
   bodyBytes: { min: 1024, max: 1_048_576, default: 4096, unit: "a whole number of bytes" },
   listLimit: { min: 1, max: 10_000, default: 1000, unit: "a whole number of leases" },
   // What one caller can make this server hold (src/api/limits.ts, docs/security.md "Bounds"):
@@ -110,6 +114,7 @@ const appOptionsSchema = z.looseObject({
   maxSkewMs: optional(APP_OPTION_BOUNDS.maxSkewMs),
   watchPollMs: optional(APP_OPTION_BOUNDS.watchPollMs),
   heartbeatMs: optional(APP_OPTION_BOUNDS.heartbeatMs),
+  storeTimeoutMs: optional(APP_OPTION_BOUNDS.storeTimeoutMs),
   limits: z
     .looseObject(Object.fromEntries(LIMIT_NAMES.map((name) => [name, optional(APP_OPTION_BOUNDS[name])])))
     .optional(),
@@ -139,6 +144,7 @@ export type ResolvedAppOptions = {
   maxSkewMs: number;
   watchPollMs: number;
   heartbeatMs: number;
+  storeTimeoutMs: number;
   /** Admission's bounds; undefined: every request is admitted (createApp without `admission`). */
   admission: Record<AdmissionName, number> | undefined;
 } & Record<LimitName, number>;
@@ -163,6 +169,7 @@ export function resolveAppOptions(options: unknown): ResolvedAppOptions {
     maxSkewMs?: number;
     watchPollMs?: number;
     heartbeatMs?: number;
+    storeTimeoutMs?: number;
     limits?: Partial<Record<LimitName, number>>;
     admission?: Partial<Record<AdmissionName, number>>;
   };
@@ -172,6 +179,7 @@ export function resolveAppOptions(options: unknown): ResolvedAppOptions {
     maxSkewMs: o.maxSkewMs ?? b.maxSkewMs.default,
     watchPollMs: o.watchPollMs ?? b.watchPollMs.default,
     heartbeatMs: o.heartbeatMs ?? b.heartbeatMs.default,
+    storeTimeoutMs: o.storeTimeoutMs ?? b.storeTimeoutMs.default,
     admission: o.admission ? resolveAdmission(o.admission) : undefined,
     ...(limits as Record<LimitName, number>),
   };

@@ -2,7 +2,7 @@
  * The services one API instance builds once (src/api/app.ts), and how they are wired so that
  * every call goes one way (docs/design.md §5, "One way"):
  *
- *   routes → LeaseService / ShardService → store (metered) ; LeaseService → publish → WatchHub
+ *   routes → LeaseService / ShardService → store (metered, under deadlines) ; LeaseService → publish → WatchHub
  *   WatchHub → streams → LeaseViews → store
  *
  * The lease service hands what it reads and writes to the hub through a callback, and the
@@ -23,6 +23,7 @@ import { ApiMetrics } from "./metrics.js";
 import { apiRoutes } from "./openapi.js";
 import type { ResolvedAppOptions } from "./options.js";
 import { ShardService } from "./shard-service.js";
+import { deadlineStore, StoreHealth } from "./store-deadline.js";
 import { WatchHub } from "./watch-hub.js";
 
 export function buildDeps(
@@ -33,7 +34,14 @@ export function buildDeps(
   log: ApiLogger,
 ): Deps {
   const metrics = new ApiMetrics();
-  const store = meteredStore(options.store, clock, metrics, log);
+  const storeHealth = new StoreHealth();
+  const bounded = deadlineStore(options.store, {
+    timeoutMs: resolved.storeTimeoutMs,
+    clock,
+    metrics,
+    health: storeHealth,
+  });
+  const store = meteredStore(bounded, clock, metrics, log);
   const hub = new WatchHub(store, clock, resolved.watchPollMs);
   const views = new LeaseViews(store, clock, resolved.maxSkewMs);
   const list = store.list;
@@ -66,6 +74,8 @@ export function buildDeps(
     streams: options.streams ?? {},
     routes: apiRoutes(auth.secured),
     admission: admissionOf(resolved, options.admission?.lateness, metrics, hub),
+    storeHealth,
+    store,
   };
 }
 

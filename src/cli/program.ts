@@ -251,7 +251,7 @@ Examples:
       `
 Reads the same variables as npm start (README: "Server configuration"): PORT, HOST, LEASEHOLD_STORE,
 LEASEHOLD_DB, LEASEHOLD_TOKENS, LEASEHOLD_INSECURE_NO_AUTH, LEASEHOLD_MAX_SKEW_MS,
-LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS. A flag overrides its variable.`,
+LEASEHOLD_WATCH_POLL_MS, LEASEHOLD_HEARTBEAT_MS, LEASEHOLD_STORE_TIMEOUT_MS. A flag overrides its variable.`,
     )
     .action(async (opts) => {
       setExitCode(

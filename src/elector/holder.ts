@@ -36,6 +36,7 @@ import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
+import { renewalRetryAt, renewalTimeoutMs } from "./renewal-schedule.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
 const DONE = "done";
@@ -276,7 +277,9 @@ export class LeaseHolder {
     };
     const dirty = this.dirty;
     this.dirty = false;
-    const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
+    // The attempt's timeout and, below, the retry instant: ./renewal-schedule.ts (docs/partitions.md).
+    const timeoutMs = renewalTimeoutMs(sentAt, h.until, this.s.callTimeoutMs);
+    const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs });
     if (this.held !== h) return; // the watchdog ended the term while the call was out
     if (outcome.kind === "applied") {
       // A recognised earlier renewal may carry older metadata: write the current one again.
@@ -289,7 +292,14 @@ export class LeaseHolder {
     } else {
       this.dirty ||= dirty;
       this.events.emit("error", { error: outcome.error, during: "renew" });
-      h.nextAt = Math.min(this.s.clock.now() + this.retryDelay(), h.until);
+      h.nextAt = renewalRetryAt({
+        sentAt,
+        failedAt: this.s.clock.now(),
+        timeoutMs,
+        until: h.until,
+        callTimeoutMs: this.s.callTimeoutMs,
+        backoffMs: this.retryDelay(),
+      });
       h.notBefore = h.nextAt;
     }
   }

@@ -15,6 +15,7 @@ import {
   zodIssues,
 } from "../lease.js";
 import { DEFAULT_POLL_MS } from "./holder.js";
+import { defaultCallTimeoutMs } from "./renewal-schedule.js";
 
 export const ms = (what: string) =>
   z
@@ -122,7 +123,8 @@ export interface ResolvedTiming {
 
 /**
  * Fills in the timing defaults (client-go's proportions: safety a tenth, renew a third, retry
- * 2 s of 15; a store call may take a renewal interval, a stop may take a lease) and checks the
+ * 2 s of 15; a store call may take a renewal interval but at most half of what is left of the
+ * window when a renewal is due, ./renewal-schedule.ts; a stop may take a lease) and checks the
  * relations between them and the store's declared limits, adding to `issues`. `holder` names who
  * must renew before its safe window closes, for the message.
  */
@@ -164,7 +166,8 @@ export function resolveTiming(
     safetyMs,
     jitter: o.jitter,
     maxSkewMs: o.maxSkewMs,
-    callTimeoutMs: o.callTimeoutMs ?? renewMs,
+    // Two whole renewal attempts fit in what is left of the window (./renewal-schedule.ts).
+    callTimeoutMs: o.callTimeoutMs ?? defaultCallTimeoutMs(o.leaseMs, safetyMs, renewMs),
     graceMs: o.graceMs ?? o.leaseMs,
   };
 }

@@ -35,8 +35,10 @@ import {
   Lease,
   LeaseList,
   LeaseResult,
+  MAX_TIMEOUT_HEADER_MS,
   MemberLeft,
   Problem,
+  TIMEOUT_HEADER,
 } from "./schemas.js";
 import { readSse } from "./sse.js";
 
@@ -46,8 +48,14 @@ export interface ClientOptions {
   /** Bearer token; omit for a server started with insecure no-auth. */
   token?: string;
   fetch?: typeof fetch;
-  /** Per-request timeout. Default 10000 ms. */
+  /** Per-request timeout, sent as Leasehold-Timeout-Ms: the server never acts on a request after it. Default 10000 ms. */
   timeoutMs?: number;
+  /**
+   * A watch stream that delivers nothing for this long (the server sends a keep-alive comment
+   * every LEASEHOLD_HEARTBEAT_MS, 15 s by default) is taken for a dead link and reconnected; the
+   * same bounds the wait for a watch's first answer. Default 45000 ms: three keep-alives.
+   */
+  watchIdleMs?: number;
   /** Retries of safe requests on network errors and 503. Default 2. */
   retries?: number;
   /**
@@ -79,6 +87,7 @@ export class LeaseholdClient {
   private readonly fetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly retries: number;
+  private readonly watchIdleMs: number;
   /** This client's instance (ClientOptions.instance): sent with every lease write. */
   readonly instance: string;
 
@@ -104,6 +113,7 @@ export class LeaseholdClient {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = options.retries ?? 2;
+    this.watchIdleMs = options.watchIdleMs ?? 45_000;
     this.instance = options.instance ?? crypto.randomUUID();
     if (!INSTANCE_PATTERN.test(this.instance)) {
       throw new LeaseholdApiError(
@@ -212,6 +222,10 @@ export class LeaseholdClient {
     let lastEventId: string | undefined;
     for (let failures = 0; ; ) {
       let res: Response;
+      // A dead link may accept the connection and never answer: the answer's headers within
+      // watchIdleMs (only them: the stream itself is bounded by readSse's idle limit).
+      const unanswered = new AbortController();
+      const timer = setTimeout(() => unanswered.abort(), this.watchIdleMs);
       try {
         res = await this.fetch(`${this.base}${LeaseholdClient.leasePath(name)}/watch`, {
           headers: {
@@ -219,19 +233,21 @@ export class LeaseholdClient {
             Accept: "text/event-stream",
             ...(lastEventId === undefined ? {} : { "Last-Event-ID": lastEventId }),
           },
-          signal,
+          signal: AbortSignal.any([signal, unanswered.signal]),
         });
       } catch (cause) {
         if (signal.aborted || ++failures > WATCH_RECONNECTS) throw cause;
         await backoff(failures - 1, null, signal);
         continue;
+      } finally {
+        clearTimeout(timer);
       }
       if (!res.ok || !res.body) throw await this.failure(res);
       let received = false;
       let ended = false;
       let error: unknown;
       try {
-        for await (const message of readSse(res.body)) {
+        for await (const message of readSse(res.body, this.watchIdleMs)) {
           // The server ends the stream on purpose (a Lambda invocation's deadline): resume at once.
           if (message.event === "end") ended = true;
           if (message.event !== "lease") continue;
@@ -333,6 +349,8 @@ export class LeaseholdClient {
           headers: {
             ...this.authHeader(),
             ...(call.body === undefined ? {} : { "Content-Type": "application/json" }),
+            // The server gives up on the request when this client does, and never acts on it later.
+            [TIMEOUT_HEADER]: String(Math.min(MAX_TIMEOUT_HEADER_MS, Math.max(1, Math.ceil(this.timeoutMs)))),
             ...call.headers,
           },
           ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),

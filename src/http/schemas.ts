@@ -126,6 +126,13 @@ const instance = z
 
 /** The raw PUT's header carrying the writer's instance (the HTTP store sends its own). */
 export const INSTANCE_HEADER = "Leasehold-Instance";
+/**
+ * The client's own timeout for this request, in whole ms (docs/partitions.md, "No late effects"):
+ * the server gives up on it at that point, and never writes for it after that.
+ */
+export const TIMEOUT_HEADER = "Leasehold-Timeout-Ms";
+/** The largest Leasehold-Timeout-Ms the server takes (10 minutes). */
+export const MAX_TIMEOUT_HEADER_MS = 600_000;
 export const instanceHeaderDescription = `The writing process's instance (${instanceRule.slice(9)}): a write that keeps the holder (a renewal, a release, a re-acquisition) must come from the instance that took the lease`;
 
 /**
@@ -374,6 +381,7 @@ export const WatchEvent = z
 export type WatchEventView = z.infer<typeof WatchEvent>;
 
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
+export const Ready = z.object({ ok: z.literal(true), store: z.literal("reachable") }).meta({ id: "Ready" });
 
 // ---- sharded groups (docs/sharding.md, "Over HTTP") ----
 

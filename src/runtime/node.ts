@@ -38,6 +38,8 @@ export interface ServeOptions {
   maxSkewMs?: number;
   watchPollMs?: number;
   heartbeatMs?: number;
+  /** Deadline of each store call (createApp's storeTimeoutMs). */
+  storeTimeoutMs?: number;
   clock?: Clock;
   /** The server's operational log (src/api/log.ts). Default: none. */
   log?: ApiLogger;
@@ -85,6 +87,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
       maxSkewMs: options.maxSkewMs,
       watchPollMs: options.watchPollMs,
       heartbeatMs: options.heartbeatMs,
+      storeTimeoutMs: options.storeTimeoutMs,
       clock: options.clock,
       log: options.log,
       limits: options.limits,

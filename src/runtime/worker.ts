@@ -39,6 +39,7 @@ export interface WorkerEnv {
   LEASEHOLD_MAX_SKEW_MS?: string;
   LEASEHOLD_WATCH_POLL_MS?: string;
   LEASEHOLD_HEARTBEAT_MS?: string;
+  LEASEHOLD_STORE_TIMEOUT_MS?: string;
   LEASEHOLD_CONSOLE?: string;
   LEASEHOLD_HISTORY_TERMS?: string;
   LEASEHOLD_HISTORY_LEASES?: string;

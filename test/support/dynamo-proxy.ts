@@ -4,6 +4,10 @@
  * socket is destroyed), throttling and 5xx answers, and calls that never answer; and BatchGetItem
  * answers that leave keys unprocessed, as DynamoDB does under throttling (dynalite never does).
  * These are real HTTP exchanges, not SDK mocks. Every other request is forwarded untouched.
+ *
+ * Kept beside Toxiproxy (test/support/toxiproxy.ts, docs/partitions.md) because Toxiproxy works on
+ * TCP, below HTTP: it cannot fault one chosen request of a connection (the next PutItem, after dynalite applied it only), answer
+ * with a status of its own, change a body, or count operations.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -2,6 +2,9 @@
  * The forwarding half of the test fault proxies (DynamoDB, GCS, S3/Azure): read a request or an
  * answer whole, and send one request upstream on a fresh connection, reading its whole answer, so
  * a proxy can decide what the client gets after the server has acted.
+ *
+ * HTTP-aware on purpose: whole-connection faults (partitions, half-open links, latency) come from
+ * Toxiproxy (test/support/toxiproxy.ts); these proxies exist for what it cannot do, per request.
  */
 import { type IncomingMessage, request } from "node:http";
 

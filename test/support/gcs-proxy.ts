@@ -3,6 +3,10 @@
  * conditional writes): answers the SDK never should have got, or the loss of a real answer after
  * the write applied; and into object downloads (the reads): an error status or a connection cut
  * before any answer. Everything else passes through untouched.
+ *
+ * Kept beside Toxiproxy (test/support/toxiproxy.ts, docs/partitions.md) because Toxiproxy works on
+ * TCP, below HTTP: it cannot fault one chosen request of a connection (the next upload or download only), answer
+ * with a status of its own, change a body, or count operations.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { forward, readAll } from "./forward.js";

@@ -18,6 +18,8 @@ export interface GoProgram {
   name: string;
   /** What `go install` takes before "@", e.g. "github.com/versity/versitygw/cmd/versitygw". */
   installPath: string;
+  /** The file `go install` writes, when it is not `name` (the last element of installPath, e.g. "server"). */
+  built?: string;
   /** A tag, e.g. "v1.8.0". */
   version: string;
   /** Extra environment for the build (e.g. GOFLAGS); `-p 1` keeps memory low on small machines. */
@@ -49,7 +51,7 @@ export async function installGoProgram(program: GoProgram): Promise<string> {
         `building ${program.name} failed: go install ${target}\n${error.stderr || error.stdout || error.message}`,
       );
     });
-    renameSync(join(staging, program.name), binary);
+    renameSync(join(staging, program.built ?? program.name), binary);
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

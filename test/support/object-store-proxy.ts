@@ -4,6 +4,10 @@
  * server never gave, the loss of a real answer after the write applied, S3's 409
  * ConditionalRequestConflict, hangs and slow answers. Real HTTP exchanges, not SDK mocks; the
  * request is forwarded byte for byte with its own Host header, so signatures stay valid.
+ *
+ * Kept beside Toxiproxy (test/support/toxiproxy.ts, docs/partitions.md) because Toxiproxy works on
+ * TCP, below HTTP: it cannot fault one chosen request of a connection (the next object PUT or GET only), answer
+ * with a status of its own, change a body, or count operations.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

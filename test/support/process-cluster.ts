@@ -34,9 +34,13 @@ export function shardBalanceBoundMs(buckets: number, members: number, leaseMs: n
 
 const shardWorker = join(repo, "test", "support", "shard-worker.ts");
 
+/** A store URL as given, or a path as `sqlite:<path>`. */
+const storeUrl = (db: string) => (/^[a-z0-9+]+:\/\//.test(db) ? db : `sqlite:${db}`);
+
 /**
  * The API server as users run it, `leasehold serve` (the Node server), in its own process on
- * SQLite at `db`, with the skew bound `maxSkewMs` (one server: it only delays takeovers).
+ * SQLite at `db` (or on the store URL `db`), with the skew bound `maxSkewMs` (one server: it only
+ * delays takeovers).
  */
 export async function startServeProcess(
   db: string,
@@ -45,7 +49,7 @@ export async function startServeProcess(
 ): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
   const server = spawn(
     process.execPath,
-    [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", `sqlite:${db}`, "--json"],
+    [join(repo, "bin", "leasehold.js"), "serve", "--port", "0", "--store", storeUrl(db), "--json"],
     {
       cwd: repo,
       env: { ...process.env, LEASEHOLD_STORE: "", LEASEHOLD_MAX_SKEW_MS: String(maxSkewMs), ...env },

@@ -149,7 +149,7 @@ export interface ServerConfig {
   store: ServerStore;
   auth: AuthMode;
   /** createApp's options, with their defaults filled in, for the ones this entry uses. */
-  app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; limits: ApiLimits };
+  app: { maxSkewMs: number; watchPollMs: number; heartbeatMs: number; storeTimeoutMs: number; limits: ApiLimits };
   /** `npm start` and `leasehold serve`: admission's bounds (createApp's `admission`, with a lateness probe). */
   admission?: Record<AdmissionName, number>;
   /** LEASEHOLD_CONSOLE and LEASEHOLD_HISTORY_*: createApp's `console` (off on Lambda: see NOT_READ_BY). */
@@ -268,6 +268,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     maxSkewMs: v.LEASEHOLD_MAX_SKEW_MS ?? bounds.maxSkewMs.default,
     watchPollMs: v.LEASEHOLD_WATCH_POLL_MS ?? bounds.watchPollMs.default,
     heartbeatMs: v.LEASEHOLD_HEARTBEAT_MS ?? bounds.heartbeatMs.default,
+    storeTimeoutMs: v.LEASEHOLD_STORE_TIMEOUT_MS ?? bounds.storeTimeoutMs.default,
     limits,
   };
   const consoleOptions: ResolvedConsoleOptions = {

@@ -104,6 +104,7 @@ export const serverFields = {
   LEASEHOLD_MAX_SKEW_MS: envWholeNumber(APP_OPTION_BOUNDS.maxSkewMs),
   LEASEHOLD_WATCH_POLL_MS: envWholeNumber(APP_OPTION_BOUNDS.watchPollMs),
   LEASEHOLD_HEARTBEAT_MS: envWholeNumber(APP_OPTION_BOUNDS.heartbeatMs),
+  LEASEHOLD_STORE_TIMEOUT_MS: envWholeNumber(APP_OPTION_BOUNDS.storeTimeoutMs),
   LEASEHOLD_LOG: envChoice(["text", "json"]),
   // The console (src/api/console/, docs/console.md): the page at /ui and the change log behind it.
   LEASEHOLD_CONSOLE: envChoice(["1", "0"], " (0 turns the console at /ui off)"),

@@ -108,13 +108,13 @@ func (e HandoffResultOutcome) Valid() bool {
 
 // Defines values for HealthOk.
 const (
-	True HealthOk = true
+	HealthOkTrue HealthOk = true
 )
 
 // Valid indicates whether the value is a known member of the HealthOk enum.
 func (e HealthOk) Valid() bool {
 	switch e {
-	case True:
+	case HealthOkTrue:
 		return true
 	default:
 		return false
@@ -217,6 +217,36 @@ func (e ProblemKind) Valid() bool {
 	case ProblemKindUnsupportedMediaType:
 		return true
 	case ProblemKindValidation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyOk.
+const (
+	ReadyOkTrue ReadyOk = true
+)
+
+// Valid indicates whether the value is a known member of the ReadyOk enum.
+func (e ReadyOk) Valid() bool {
+	switch e {
+	case ReadyOkTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReadyStore.
+const (
+	Reachable ReadyStore = "reachable"
+)
+
+// Valid indicates whether the value is a known member of the ReadyStore enum.
+func (e ReadyStore) Valid() bool {
+	switch e {
+	case Reachable:
 		return true
 	default:
 		return false
@@ -709,6 +739,18 @@ type Problem struct {
 // ProblemKind What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds
 type ProblemKind string
 
+// Ready defines model for Ready.
+type Ready struct {
+	Ok    ReadyOk    `json:"ok"`
+	Store ReadyStore `json:"store"`
+}
+
+// ReadyOk defines model for Ready.Ok.
+type ReadyOk bool
+
+// ReadyStore defines model for Ready.Store.
+type ReadyStore string
+
 // RecordWrite A whole lease record but renewedAt, which the server stamps; `holder: null` releases
 type RecordWrite struct {
 	// AcquiredAt When the current term began (writer's wall clock, ms); at most the server's clock + maxSkewMs
@@ -1093,6 +1135,11 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 	OpenapiDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Ready Readiness: the store answered within LEASEHOLD_STORE_TIMEOUT_MS (lately, or to a read made now); 503 while it cannot be reached
+	//
+	// Corresponds with GET /readyz (the `Ready` operationId).
+	Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ConsolePage The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
 	//
 	// Corresponds with GET /ui (the `ConsolePage` operationId).
@@ -1284,6 +1331,21 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 func (c *Client) OpenapiDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenapiDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Ready Readiness: the store answered within LEASEHOLD_STORE_TIMEOUT_MS (lately, or to a read made now); 503 while it cannot be reached
+//
+// Corresponds with GET /readyz (the `Ready` operationId).
+func (c *Client) Ready(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadyRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1743,6 +1805,33 @@ func NewOpenapiDocumentRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadyRequest constructs an http.Request for the Ready method
+func NewReadyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2574,6 +2663,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenapiDocument` operationId).
 	OpenapiDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiDocumentResponse, error)
 
+	// ReadyWithResponse Readiness: the store answered within LEASEHOLD_STORE_TIMEOUT_MS (lately, or to a read made now); 503 while it cannot be reached
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `Ready` operationId).
+	ReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyResponse, error)
+
 	// ConsolePageWithResponse The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2879,6 +2975,61 @@ func (r OpenapiDocumentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r OpenapiDocumentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReadyResponse503Headers the declared response headers of an HTTP 503 response for Ready
+type ReadyResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReadyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Ready
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadyResponse) GetJSON200() *Ready {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReadyResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4546,6 +4697,19 @@ func (c *ClientWithResponses) OpenapiDocumentWithResponse(ctx context.Context, r
 	return ParseOpenapiDocumentResponse(rsp)
 }
 
+// ReadyWithResponse Readiness: the store answered within LEASEHOLD_STORE_TIMEOUT_MS (lately, or to a read made now); 503 while it cannot be reached
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `Ready` operationId).
+func (c *ClientWithResponses) ReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyResponse, error) {
+	rsp, err := c.Ready(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadyResponse(rsp)
+}
+
 // ConsolePageWithResponse The operator's console (read-only; it asks for a token and keeps it in the tab's sessionStorage)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -4950,6 +5114,52 @@ func ParseOpenapiDocumentResponse(rsp *http.Response) (*OpenapiDocumentResponse,
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseReadyResponse parses an HTTP response from a ReadyWithResponse call
+func ParseReadyResponse(rsp *http.Response) (*ReadyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Ready
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

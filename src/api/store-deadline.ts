@@ -1,0 +1,157 @@
+/**
+ * A deadline on every store call the API makes (docs/partitions.md, "The API and its store"):
+ * with its link to the store cut or half-open, a call would otherwise wait until the link heals,
+ * holding the client's request (answered 19 s late in a 19.5 s cut) and then acting on it after
+ * the client had long given up.
+ *
+ * - Each call gets at most `timeoutMs` (LEASEHOLD_STORE_TIMEOUT_MS), and never past the request's
+ *   own deadline (the signal the routes pass down: the client's `Leasehold-Timeout-Ms`, or its
+ *   connection closing, src/api/request-deadline.ts). A call past either is abandoned: a read
+ *   failed, a write ambiguous (it may still land; the write path settles it by reading, under the
+ *   same deadline), and the route answers 503 `store-unavailable` with Retry-After.
+ * - A call whose request deadline has already passed is never sent: nothing is written after
+ *   the fact for a client that has gone or given up.
+ * - Timeouts are counted (`leasehold_store_timeouts_total`, by op and by whose deadline), latency
+ *   by the metered store around this one; `health` says whether the store answered lately, for
+ *   `/readyz`.
+ *
+ * Runtime-neutral: the injected clock's `sleep`, AbortController.
+ */
+import type { Clock } from "../clock.js";
+import { isLeaseConflictError, isLeaseCorruptError, isLeaseValidationError, LeaseStoreError } from "../errors.js";
+import type { CallOptions, LeaseStore } from "../lease.js";
+import type { ApiMetrics } from "./metrics.js";
+
+type Op = "get" | "get_many" | "put" | "list";
+
+/** Whether the store answered lately: what `/readyz` reports. */
+export class StoreHealth {
+  /** Monotonic time of the last call the store answered (a conflict or a missing record is an answer). */
+  lastAnswer = Number.NEGATIVE_INFINITY;
+  /** Monotonic time of the last call that timed out or could not reach the store, if after the last answer. */
+  failingSince: number | undefined;
+  lastFailure: string | undefined;
+
+  answered(at: number): void {
+    this.lastAnswer = at;
+    this.failingSince = undefined;
+    this.lastFailure = undefined;
+  }
+
+  failed(at: number, error: unknown): void {
+    this.failingSince ??= at;
+    this.lastFailure = error instanceof Error ? error.message : String(error);
+  }
+}
+
+/** A store error that still means the store answered (not a link or availability failure). */
+function isAnswer(error: unknown): boolean {
+  return isLeaseConflictError(error) || isLeaseValidationError(error) || isLeaseCorruptError(error);
+}
+
+/** The request's deadline passed, or its client left, before a store call was sent: nothing was. */
+export class RequestDeadlineError extends LeaseStoreError {
+  override name = "RequestDeadlineError";
+  constructor(op: string) {
+    super(`the request's deadline passed (or its client left) before the store ${op}: it was not sent`, {
+      ambiguous: false,
+    });
+  }
+}
+
+export interface StoreDeadlineOptions {
+  timeoutMs: number;
+  clock: Clock;
+  metrics: ApiMetrics;
+  health: StoreHealth;
+}
+
+export function deadlineStore(store: LeaseStore, o: StoreDeadlineOptions): LeaseStore {
+  const call = async <T>(op: Op, given: CallOptions | undefined, fn: (options: CallOptions) => Promise<T>) => {
+    const request = given?.signal;
+    if (request?.aborted) {
+      o.metrics.storeTimeouts.inc({ op, deadline: "request" });
+      throw new RequestDeadlineError(op);
+    }
+    const abort = new AbortController();
+    const timer = new AbortController();
+    let expired: "store" | "request" | undefined;
+    const stop = (by: "store" | "request") => {
+      expired ??= by;
+      abort.abort();
+    };
+    const onRequest = () => stop("request");
+    request?.addEventListener("abort", onRequest, { once: true });
+    const started = o.clock.now();
+    const pending = fn({ ...given, signal: abort.signal });
+    pending.catch(() => undefined);
+    const timedOut = new Promise<never>((_, reject) => {
+      const fail = () => {
+        o.metrics.storeTimeouts.inc({ op, deadline: expired === "request" ? "request" : "store" });
+        const error = new LeaseStoreError(
+          expired === "request"
+            ? `store ${op} abandoned after ${Math.round(o.clock.now() - started)} ms: the request's deadline passed or its client left`
+            : `store ${op} timed out after ${o.timeoutMs} ms (LEASEHOLD_STORE_TIMEOUT_MS)`,
+          { ambiguous: op === "put" },
+        );
+        o.health.failed(o.clock.now(), error);
+        reject(error);
+      };
+      abort.signal.addEventListener("abort", fail, { once: true });
+      void o.clock.sleep(o.timeoutMs, timer.signal).then(() => {
+        if (!timer.signal.aborted) stop("store");
+      });
+    });
+    timedOut.catch(() => undefined);
+    try {
+      const value = await Promise.race([pending, timedOut]);
+      o.health.answered(o.clock.now());
+      return value;
+    } catch (error) {
+      if (isAnswer(error)) o.health.answered(o.clock.now());
+      else if (!abort.signal.aborted) o.health.failed(o.clock.now(), error);
+      throw error;
+    } finally {
+      timer.abort();
+      request?.removeEventListener("abort", onRequest);
+    }
+  };
+  const bounded: LeaseStore = {
+    get: (name, options) => call("get", options, (opts) => store.get(name, opts)),
+    put: (next, expected, options) => call("put", options, (opts) => store.put(next, expected, opts)),
+  };
+  const getMany = store.getMany;
+  if (getMany)
+    bounded.getMany = (names, options) => call("get_many", options, (opts) => getMany.call(store, names, opts));
+  const list = store.list;
+  if (list) {
+    // A listing is read page by page: each step of it (one page, where the backend pages) is a call.
+    bounded.list = (prefix, options) => {
+      const source = list.call(store, prefix, options)[Symbol.asyncIterator]();
+      return {
+        [Symbol.asyncIterator]: () => ({
+          next: () => call("list", undefined, () => source.next()),
+          return: async () => (await source.return?.()) ?? { done: true, value: undefined },
+        }),
+      };
+    };
+  }
+  const watch = store.watch;
+  if (watch) bounded.watch = (name, signal) => watch.call(store, name, signal);
+  const checkRevision = store.checkRevision;
+  if (checkRevision) bounded.checkRevision = (revision) => checkRevision.call(store, revision);
+  return bounded;
+}
+
+/** `store` with `signal` (a request's deadline) given to every call, beside any the caller gives. */
+export function withSignal(store: LeaseStore, signal: AbortSignal | undefined): LeaseStore {
+  if (!signal) return store;
+  const join = (options: CallOptions | undefined): CallOptions => ({
+    ...options,
+    signal: options?.signal ? AbortSignal.any([options.signal, signal]) : signal,
+  });
+  return {
+    get: (name, options) => store.get(name, join(options)),
+    put: (next, expected, options) => store.put(next, expected, join(options)),
+  };
+}
