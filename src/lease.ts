@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
+import type { Listed } from "./listing.js";
 import type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** The longest lease name: the pattern allows 192 characters. */
@@ -210,6 +211,7 @@ const storedRecordSchema = recordSchema.extend({
   name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
 });
 
+export type { Listed, Unreadable } from "./listing.js";
 export type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
@@ -233,8 +235,12 @@ export interface LeaseStore {
   /** Strongly consistent read; `null` when the lease never existed. */
   get(name: string, options?: CallOptions): Promise<Stored | null>;
   put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored>;
-  /** Records whose name starts with `prefix`, in name order. Optional capability. */
-  list?(prefix: string, options?: ListOptions): AsyncIterable<Stored>;
+  /**
+   * Records whose name starts with `prefix`, in name order. Optional capability. A record the
+   * store cannot read is yielded in its place as `Unreadable` (src/listing.ts), never thrown, so
+   * one bad record never fails a listing; `limit` counts it as one entry.
+   */
+  list?(prefix: string, options?: ListOptions): AsyncIterable<Listed>;
   /**
    * Optional: the leases `names`, in as few requests as the backend allows (DynamoDB BatchGetItem
    * of up to 100 keys, one SQL `SELECT ... IN`). Each read is as strong as `get`'s: it sees every

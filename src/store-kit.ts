@@ -29,5 +29,14 @@ export {
   validateRecord,
   zodIssues,
 } from "./lease.js";
+export {
+  isUnreadable,
+  type Listed,
+  orUnreadable,
+  settleUnreadable,
+  storedAt,
+  type Unreadable,
+  unreadable,
+} from "./listing.js";
 export { parseRevision } from "./stores/revision.js";
 export { checkTermRules, type TermRule, type TermRuleViolation } from "./term-rules.js";

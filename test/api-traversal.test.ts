@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { TokenScope } from "../src/api/auth.js";
 import { LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
+import { readable } from "../src/listing.js";
 import { AzureBlobStore } from "../src/stores/azure-blob.js";
 import { S3Store } from "../src/stores/s3.js";
 import { SqliteStore } from "../src/stores/sqlite.js";
@@ -104,7 +105,7 @@ async function sqlite(): Promise<Backend> {
 
 async function everything(store: LeaseStore): Promise<Stored[]> {
   const out: Stored[] = [];
-  for await (const s of store.list!("")) out.push(s);
+  for await (const s of readable(store.list!(""))) out.push(s);
   return out;
 }
 

@@ -12,6 +12,7 @@ import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
+import { readable } from "../src/listing.js";
 import { readServerConfig, startupLine } from "../src/runtime/config.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -50,7 +51,7 @@ function harness(options: { tokens?: TokenScope[]; clock?: ManualClock; store?: 
   };
   const snapshot = async (): Promise<Stored[]> => {
     const out: Stored[] = [];
-    for await (const s of api.store.list!("")) out.push(s);
+    for await (const s of readable(api.store.list!(""))) out.push(s);
     return out;
   };
   return { api, call, snapshot };

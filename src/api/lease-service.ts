@@ -19,6 +19,7 @@ import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { callerMetadata, type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { type Listed, readable } from "../listing.js";
 import { checkTermRules } from "../term-rules.js";
 import { boundSession, succession } from "./bound-leases.js";
 import { groupShape, isGroupConfig } from "./group-records.js";
@@ -97,7 +98,8 @@ export class LeaseService {
     return stored;
   }
 
-  async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Stored> {
+  /** A page of records in name order, an unreadable one in its place (src/listing.ts). */
+  async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Listed> {
     if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
     try {
       yield* this.store.list(prefix, startAfter === undefined ? { limit } : { startAfter, limit });
@@ -111,7 +113,7 @@ export class LeaseService {
     if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
     const out: Stored[] = [];
     try {
-      for await (const stored of this.store.list(prefix)) out.push(stored);
+      for await (const stored of readable(this.store.list(prefix))) out.push(stored);
     } catch (error) {
       throw storeProblem("list", error);
     }

@@ -7,7 +7,7 @@
  * so they cannot grow with what callers send. Runtime-neutral.
  */
 import type { Clock } from "../clock.js";
-import type { Stored } from "../lease.js";
+import type { Listed } from "../lease.js";
 import { ProblemError } from "./problems.js";
 
 export interface Bounds {
@@ -94,7 +94,7 @@ export class RecordQuota {
   constructor(
     private readonly bounds: Pick<Bounds, "recordsPerPrefix" | "createsPerMinute">,
     private readonly clock: Clock,
-    private readonly list: ((prefix: string, limit: number) => AsyncIterable<Stored>) | undefined,
+    private readonly list: ((prefix: string, limit: number) => AsyncIterable<Listed>) | undefined,
   ) {}
 
   /** Refuses (429) a create by `caller` of a record under `prefix`, or lets it through. */

@@ -4,7 +4,7 @@
  * pipe stdout without filtering.
  */
 import { isLeaseholdApiError } from "../http/api-error.js";
-import type { LeaseRecord, Stored } from "../lease.js";
+import type { LeaseRecord, Stored, Unreadable } from "../lease.js";
 
 /** Where a command writes; the entry passes the process streams, tests may pass buffers. */
 export interface CliIo {
@@ -75,6 +75,18 @@ export function viewOf(stored: Stored, now: number): LeaseView {
     metadata: r.metadata,
     revision: stored.revision,
   };
+}
+
+/** A record the store holds but cannot read (or, through the API, that the API cannot judge): its name and why. */
+export interface UnreadableView {
+  name: string;
+  state: "unreadable";
+  detail: string;
+  errors: Array<{ path: string; message: string }>;
+}
+
+export function unreadableViewOf(entry: Unreadable): UnreadableView {
+  return { name: entry.name, state: "unreadable", detail: entry.unreadable.message, errors: entry.unreadable.issues };
 }
 
 /** "12.3s", "expired 4.1s ago" or "released". */

@@ -218,19 +218,46 @@ export const LeaseResult = z
   .object({ leader: z.boolean().meta({ description: "True when the caller holds the lease" }), lease: Lease })
   .meta({ id: "LeaseResult" });
 
-export const LeaseList = z
-  .object({
-    leases: z.array(Lease),
-    next: leaseName.nullable().meta({ description: "Cursor of the next page, or null on the last" }),
-  })
-  .meta({ id: "LeaseList" });
-
 export const FieldError = z
   .object({
     path: z.string().meta({ description: 'The failing field, dotted ("metadata.addr"), or a header name' }),
     message: z.string().meta({ description: "What was expected" }),
   })
   .meta({ id: "FieldError" });
+
+/**
+ * A stored record this server cannot read (`corrupt`) or cannot judge (`unjudgeable`: it reads,
+ * but what it names cannot be judged), listed in its place with why, so one bad record never fails
+ * a page (docs/security.md). Its name is the store's key, which may predate today's name rule.
+ */
+export const UnreadableLease = z
+  .object({
+    name: z.string().min(1).max(MAX_NAME_LENGTH).meta({ description: "The name the store holds the record under" }),
+    reason: z.enum(["corrupt", "unjudgeable"]).meta({
+      description:
+        "corrupt: the store cannot read the record (not JSON, a missing or mistyped field, foreign data); unjudgeable: it reads, but the server cannot judge whether it is held (it names a session that is not a lease name, or a record that is itself unreadable)",
+    }),
+    detail: z.string().meta({ description: "What is wrong, in words" }),
+    errors: z.array(FieldError).meta({ description: "Each field that is not what leasehold writes" }),
+  })
+  .meta({
+    id: "UnreadableLease",
+    description:
+      "A stored record this server cannot read or judge, listed in its place in name order with why. GET of it answers 500 corrupt; an operator clears it with forceReleaseLease (leasehold release --force)",
+  });
+
+export const LeaseList = z
+  .object({
+    leases: z.array(Lease),
+    unreadable: z.array(UnreadableLease).optional().meta({
+      description:
+        "The page's records this server cannot read or judge, each with its name and why; the rest of the page is in `leases`. Sent by every server since leasehold 0.2 (empty when none)",
+    }),
+    next: leaseName.nullable().meta({
+      description: "Cursor of the next page (the last name of this page, of either kind), or null on the last",
+    }),
+  })
+  .meta({ id: "LeaseList" });
 
 export const Problem = z
   .object({
@@ -461,6 +488,7 @@ export const wirePatterns = { entityTag, instance: INSTANCE_PATTERN.source } as 
 export type LeaseView = z.infer<typeof Lease>;
 export type LeaseResultView = z.infer<typeof LeaseResult>;
 export type LeaseListView = z.infer<typeof LeaseList>;
+export type UnreadableLeaseView = z.infer<typeof UnreadableLease>;
 export type ProblemView = z.infer<typeof Problem>;
 export type RecordWrite = z.infer<typeof RecordBody>;
 export type WatchEventView = z.infer<typeof WatchEvent>;

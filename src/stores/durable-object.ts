@@ -35,6 +35,7 @@ import {
   type CallOptions,
   type LeaseRecord,
   type LeaseStore,
+  type Listed,
   type ListOptions,
   parseRecord,
   type Revision,
@@ -43,6 +44,7 @@ import {
   validatePrefix,
   validateRecord,
 } from "../lease.js";
+import { settleUnreadable, storedAt } from "../listing.js";
 import { parseRevision } from "./revision.js";
 
 // ---- The slice of the Workers runtime this file uses, declared here (no @cloudflare/workers-types).
@@ -283,7 +285,7 @@ export class DurableObjectStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let startAfter = options.startAfter;
     let remaining = options.limit ?? Number.POSITIVE_INFINITY;
@@ -293,7 +295,8 @@ export class DurableObjectStore implements LeaseStore {
       const response = await this.call(INDEX_OBJECT, `/index?${query}`, { method: "GET" }, {}, false);
       const { names } = (await response.json()) as { names: string[] };
       // One page of records in parallel; each comes from its own object, so each is current.
-      const records = await Promise.all(names.map((n) => this.get(n)));
+      // A record that cannot be read is reported in its place (the rest of the page is served).
+      const records = await Promise.all(names.map((n) => settleUnreadable(this.get(n))));
       for (const stored of records) {
         if (!stored || remaining <= 0) continue;
         remaining--;
@@ -423,5 +426,5 @@ export class DurableObjectStore implements LeaseStore {
 }
 
 function decode(name: string, wire: StoredWire): Stored {
-  return { record: parseRecord(name, wire.record), revision: wire.revision };
+  return storedAt(wire.revision, () => parseRecord(name, wire.record));
 }

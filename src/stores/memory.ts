@@ -8,6 +8,7 @@ import {
   type CallOptions,
   type LeaseRecord,
   type LeaseStore,
+  type Listed,
   type ListOptions,
   type Revision,
   type Stored,
@@ -57,7 +58,7 @@ export class MemoryStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     const names = [...this.entries.keys()]
       .filter((n) => n.startsWith(prefix) && (options.startAfter === undefined || n > options.startAfter))

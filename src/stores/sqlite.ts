@@ -24,6 +24,7 @@ import {
   type CallOptions,
   type LeaseRecord,
   type LeaseStore,
+  type Listed,
   type ListOptions,
   parseRecord,
   prefixUpperBound,
@@ -34,6 +35,7 @@ import {
   validatePrefix,
   validateRecord,
 } from "../lease.js";
+import { orUnreadable, storedAt } from "../listing.js";
 import { importPeer } from "../peer.js";
 import { parseRevision } from "./revision.js";
 import {
@@ -152,7 +154,7 @@ export class SqliteStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let after = options.startAfter ?? "";
     let left = options.limit ?? Number.POSITIVE_INFINITY;
@@ -160,7 +162,7 @@ export class SqliteStore implements LeaseStore {
       const rows = this.run(() =>
         this.statements.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)),
       );
-      for (const row of rows) yield toStored(row);
+      for (const row of rows) yield orUnreadable(() => toStored(row));
       if (rows.length < Math.min(PAGE, left)) return;
       left -= rows.length;
       after = rows[rows.length - 1]?.name ?? after;
@@ -198,5 +200,5 @@ function toStored(row: Row): Stored {
       { path: "rev", message: `expected a positive integer revision, got ${JSON.stringify(rev)}` },
     ]);
   }
-  return { record: parseRecord(row.name, row.record), revision: String(rev) };
+  return storedAt(String(rev), () => parseRecord(row.name, row.record));
 }

@@ -11,7 +11,7 @@
  *   a member over `HttpStore` would never be refused.
  */
 import { ManualClock } from "../../src/clock.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import type { AssignedKind, ShardedElector, ShardedElectorOptions } from "../../src/sharding/sharded-elector.js";
 import { MemoryStore } from "../../src/stores/memory.js";
@@ -221,7 +221,7 @@ class TermRulesStore implements LeaseStore {
     return this.inner.put(next, expected, options);
   }
 
-  list(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  list(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     return this.inner.list!(prefix, options);
   }
 }

@@ -7,6 +7,7 @@ import { abortAllDurableObjects } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../../src/lease.js";
+import { listedName } from "../../src/listing.js";
 import { DurableObjectStore, INDEX_OBJECT } from "../../src/stores/durable-object.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
@@ -42,7 +43,7 @@ describe("durable object store", () => {
     await store.put(makeRecord(`${root}/b`), null);
     await store.put(makeRecord(`${root}/a`), null);
     const names: string[] = [];
-    for await (const s of store.list(`${root}/`)) names.push(s.record.name);
+    for await (const s of store.list(`${root}/`)) names.push(listedName(s));
     expect(names).toEqual([`${root}/a`, `${root}/b`]);
   });
 
@@ -53,7 +54,7 @@ describe("durable object store", () => {
     await Promise.all(names.map((n) => store.put(makeRecord(n), null)));
     const list = async (options?: { startAfter?: string; limit?: number }) => {
       const out: string[] = [];
-      for await (const s of store.list(`${root}/`, options)) out.push(s.record.name);
+      for await (const s of store.list(`${root}/`, options)) out.push(listedName(s));
       return out;
     };
     expect(await list()).toEqual(names);

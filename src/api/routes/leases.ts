@@ -5,8 +5,10 @@
  */
 import type { Context } from "hono";
 import { validateName, validatePrefix } from "../../lease.js";
+import { type Listed, listedName } from "../../listing.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import type { LeaseOutcome } from "../lease-service.js";
+import { unreadableProblem } from "../lease-views.js";
 import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 
@@ -41,19 +43,25 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     const name = leaseName(c);
     const stored = await service.get(name);
     if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
-    return c.json(await views.view(stored), 200, { ETag: etagOf(stored) });
+    const row = await views.row(stored);
+    if ("unreadable" in row) throw unreadableProblem(row.unreadable);
+    return c.json(row.lease, 200, { ETag: etagOf(stored) });
   });
 
   app.openapi({ ...routes.list, middleware: [listingScoped(deps, queryPrefix)] }, async (c) => {
     const query = c.req.valid("query");
     const limit = Math.min(query.limit ?? 100, deps.options.listLimit);
-    const found = [];
-    for await (const stored of service.list(query.prefix ?? "", query.cursor, limit + 1)) found.push(stored);
+    const found: Listed[] = [];
+    for await (const entry of service.list(query.prefix ?? "", query.cursor, limit + 1)) found.push(entry);
     const page = found.slice(0, limit);
     // One read per group config and owner for the page's buckets, however many buckets it lists.
+    // A record the server cannot read or judge is a row of its own: the rest of the page is served.
     const cache = new Map();
-    const leases = await Promise.all(page.map((stored) => views.view(stored, cache)));
-    const next = found.length > limit ? (page.at(-1)?.record.name ?? null) : null;
-    return c.json({ leases, next }, 200);
+    const rows = await Promise.all(page.map((entry) => views.row(entry, cache)));
+    const leases = rows.flatMap((r) => ("lease" in r ? [r.lease] : []));
+    const unreadable = rows.flatMap((r) => ("unreadable" in r ? [r.unreadable] : []));
+    const last = page.at(-1);
+    const next = found.length > limit && last ? listedName(last) : null;
+    return c.json({ leases, unreadable, next }, 200);
   });
 }
