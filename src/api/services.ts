@@ -14,6 +14,7 @@ import { Admission } from "./admission.js";
 import type { AppOptions } from "./app-options.js";
 import type { Authorizer } from "./auth.js";
 import type { Deps } from "./context.js";
+import { ForceRelease } from "./force-release.js";
 import { LeaseService } from "./lease-service.js";
 import { LeaseViews } from "./lease-views.js";
 import { RecordQuota, WatchStreams } from "./limits.js";
@@ -57,6 +58,7 @@ export function buildDeps(
     auth,
     service,
     views,
+    forceRelease: new ForceRelease({ store, views, clock, publish: (name, stored) => hub.publish(name, stored), log }),
     shards: new ShardService(service, clock, resolved.maxSkewMs, resolved.bucketWritesPerHeartbeat),
     hub,
     watchers,

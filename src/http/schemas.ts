@@ -183,6 +183,19 @@ export const RecordBody = z
     description: "A whole lease record but renewedAt, which the server stamps; `holder: null` releases",
   });
 
+export const ForceReleaseBody = z
+  .strictObject({
+    term: term(0)
+      .optional()
+      .meta({
+        description: `For a record the store cannot read (whose own term is unknown): the term the released record carries, at least the highest term anything downstream fenced with under this name (0 if nothing fences with it), at most ${MAX_CREATED_TERM}. A record that reads keeps its own term: send none, or that one`,
+      }),
+  })
+  .meta({
+    id: "ForceReleaseRequest",
+    description: "Clear a record this server cannot read or judge: it becomes a released record (holder null)",
+  });
+
 export const ListQuery = z.object({
   prefix: prefixSchema.optional().meta({ description: "Only names starting with this", example: "adapters/" }),
   limit: z.coerce

@@ -100,6 +100,20 @@ export class HttpStore implements LeaseStore {
     }
   }
 
+  /**
+   * The API's clearing of a record it cannot read or judge (`leasehold release --force`; the token
+   * needs the verb `force`): the released record. `term`: for a record the store cannot read.
+   */
+  async forceRelease(name: string, term: number | undefined): Promise<Stored> {
+    validateName(name);
+    try {
+      return fromView((await this.client.forceRelease(name, term === undefined ? {} : { term })).lease);
+    } catch (error) {
+      if (isLeaseholdApiError(error)) throw error; // the API's own words say what to do
+      throw this.mapError(error, `force-release "${name}"`, true, name);
+    }
+  }
+
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let cursor = options.startAfter;

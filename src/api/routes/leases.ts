@@ -39,6 +39,13 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     return result(c, await service.release(name, c.req.valid("json"), callerOf(deps, c, name)));
   });
 
+  app.openapi({ ...routes.forceRelease, middleware: [scoped(deps, "force", leaseName), wellFormed] }, async (c) => {
+    const name = leaseName(c);
+    const { term } = c.req.valid("json");
+    const { stored } = await deps.forceRelease.clear(name, term, callerOf(deps, c, name).by);
+    return c.json({ leader: false, lease: await views.view(stored) }, 200, { ETag: etagOf(stored) });
+  });
+
   app.openapi({ ...routes.get, middleware: [scoped(deps, "read", leaseName)] }, async (c) => {
     const name = leaseName(c);
     const stored = await service.get(name);
