@@ -39,6 +39,21 @@ export function groupShape(name: string): { group: string; kind: GroupRecordKind
   return undefined;
 }
 
+/**
+ * The member and bucket records `name` lies under (`<group>/members/<id>/...`), by shape: a plain
+ * record there would be listed with the group's own at every heartbeat.
+ */
+export function groupRecordsAbove(name: string): Array<{ group: string; kind: GroupRecordKind; record: string }> {
+  const segments = name.split("/");
+  const out: Array<{ group: string; kind: GroupRecordKind; record: string }> = [];
+  for (let k = 1; k < segments.length; k++) {
+    const record = segments.slice(0, k).join("/");
+    const shape = groupShape(record);
+    if (shape && shape.kind !== "config") out.push({ ...shape, record });
+  }
+  return out;
+}
+
 /** A group's config record: free at term 0 with a readable count and epoch. */
 export function isGroupConfig(record: LeaseRecord | undefined): boolean {
   return record !== undefined && record.holder === null && record.term === 0 && decodeConfig(record) !== undefined;
@@ -64,6 +79,18 @@ export class GroupRecords {
    * a plain route must not write it. Reads `<group>/config` for a member or bucket name.
    */
   async refusePlainWrite(name: string, current: Stored | null): Promise<void> {
+    // A new record under a member's or a bucket's (`<group>/members/m1/x`): a member-scoped token
+    // could otherwise fill the listing every heartbeat of the group reads. One read per such shape.
+    if (current === null) {
+      for (const above of groupRecordsAbove(name)) {
+        if (!isGroupConfig((await this.read(configName(above.group)))?.record)) continue;
+        throw new ProblemError(
+          "group-record",
+          `"${name}" would lie under "${above.record}", the ${above.kind} record of the sharded group "${above.group}": no plain lease is created under a group's records`,
+          { group: above.group },
+        );
+      }
+    }
     const shape = groupShape(name);
     if (!shape) return;
     const config = shape.kind === "config" ? current : await this.read(configName(shape.group));

@@ -257,7 +257,7 @@ export function apiRoutes(secured: boolean) {
     term: "$response.body#/lease/term",
   };
   const heldElsewhere =
-    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group (`group` names it; use its group routes)";
+    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group, or a new name under one of its member or bucket records (`group` names it; use its group routes)";
 
   return {
     acquire: createRoute({
@@ -509,7 +509,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         404: problem("The group does not exist and the request has no `buckets` to start it with"),
         409: problem(
-          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/config` is another kind of record",
+          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/config` is another kind of record; `group-full`: a new member of a group that has 4096 members",
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),

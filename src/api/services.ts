@@ -37,12 +37,7 @@ export function buildDeps(
   const store = meteredStore(options.store, clock, metrics, log);
   const hub = new WatchHub(store, clock, resolved.watchPollMs);
   const views = new LeaseViews(store, clock, resolved.maxSkewMs);
-  const list = store.list;
-  const quota = new RecordQuota(
-    resolved,
-    clock,
-    list ? (prefix, limit) => list.call(store, prefix, { limit }) : undefined,
-  );
+  const quota = new RecordQuota(resolved, clock, store);
   const service = new LeaseService({
     store,
     clock,

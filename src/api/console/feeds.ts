@@ -19,11 +19,12 @@
 import type { Clock } from "../../clock.js";
 import type { UnreadableLeaseView } from "../../http/schemas.js";
 import type { Stored } from "../../lease.js";
-import { isUnreadable, type Listed } from "../../listing.js";
+import { isUnreadable, type Listed, listedName } from "../../listing.js";
 import { configName } from "../../sharding/layout.js";
 import { type BucketState, groupShape } from "../group-records.js";
 import { corruptRow, isJudgementFailure, unjudgeableRow } from "../lease-views.js";
 import { ProblemError } from "../problems.js";
+import { isQuotaRecord } from "../quota-records.js";
 
 export type FeedEvent =
   | { kind: "snapshot" }
@@ -232,6 +233,7 @@ export class PrefixFeeds {
     const fresh = new Map<string, Stored>();
     const corrupt = new Map<string, UnreadableLeaseView>();
     for (const entry of listed.slice(0, feed.limit)) {
+      if (isQuotaRecord(listedName(entry))) continue; // the server's own, no caller's
       if (isUnreadable(entry)) corrupt.set(entry.name, corruptRow(entry));
       else fresh.set(entry.record.name, entry);
     }

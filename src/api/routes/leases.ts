@@ -11,8 +11,10 @@ import type { LeaseOutcome } from "../lease-service.js";
 import { unreadableProblem } from "../lease-views.js";
 import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
+import { isQuotaRecord, refuseServerName } from "../quota-records.js";
 
-export const leaseName = (c: Context) => validateName(c.req.param("name"));
+/** The lease name of a route's path, validated; never one of the server's own records (400). */
+export const leaseName = (c: Context) => refuseServerName(validateName(c.req.param("name")));
 /** The `prefix` query of a listing (or of a stream of one), validated. */
 export const queryPrefix = (c: Context) => validatePrefix(c.req.query("prefix") ?? "");
 
@@ -64,7 +66,9 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     // One read per group config and owner for the page's buckets, however many buckets it lists.
     // A record the server cannot read or judge is a row of its own: the rest of the page is served.
     const cache = new Map();
-    const rows = await Promise.all(page.map((entry) => views.row(entry, cache)));
+    // The server's own records (quota counts) are no caller's: never shown, though they count as listed.
+    const shown = page.filter((entry) => !isQuotaRecord(listedName(entry)));
+    const rows = await Promise.all(shown.map((entry) => views.row(entry, cache)));
     const leases = rows.flatMap((r) => ("lease" in r ? [r.lease] : []));
     const unreadable = rows.flatMap((r) => ("unreadable" in r ? [r.unreadable] : []));
     const last = page.at(-1);
