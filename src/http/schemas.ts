@@ -288,7 +288,7 @@ export const Problem = z
     }),
     bound: z.string().optional().meta({
       description:
-        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
+        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, maxConnectionsPerAddress, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
     }),
     freeInMs: z.number().int().min(0).optional().meta({
       description:
