@@ -6,7 +6,7 @@
  * expires with it); they can be hidden to see only the plain leases.
  */
 import type { LeaseSnapshotWire } from "../src/api/console/wire.js";
-import type { LeaseView, WatchEventView } from "../src/http/schemas.js";
+import type { LeaseView, UnreadableLeaseView, WatchEventView } from "../src/http/schemas.js";
 import { pastExpiry } from "../src/tenure.js";
 import type { App, View } from "./app.js";
 import { ago, duration, h, metadataList, replace, serverNow, serverSaid } from "./dom.js";
@@ -50,8 +50,52 @@ interface Row {
   cells: Record<"state" | "holder" | "term" | "renewed" | "expires" | "leaseMs" | "meta", HTMLElement>;
 }
 
+/** A record the server cannot read or judge: its row says so and why, in words as well as colour. */
+function unreadableRow(u: UnreadableLeaseView): HTMLTableRowElement {
+  const dash = () => h("td", {}, "—");
+  const why = u.errors.length > 0 ? u.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)) : [u.detail];
+  return h(
+    "tr",
+    { "data-name": u.name, "data-state": "unreadable" },
+    h("th", { scope: "row" }, u.name),
+    h(
+      "td",
+      {},
+      h(
+        "span",
+        { class: "state unreadable" },
+        h("span", { "aria-hidden": "true" }, "✕"),
+        u.reason === "corrupt" ? " unreadable" : " cannot be judged",
+      ),
+    ),
+    dash(),
+    dash(),
+    dash(),
+    dash(),
+    dash(),
+    h("td", { class: "meta", title: u.detail }, why.join("; ")),
+  );
+}
+
 export const leasesView: View = (app: App, main: HTMLElement, prefix: string) => {
   const rows = new Map<string, Row>();
+  /** Rows of records the server cannot read or judge, by name: one bad record never hides the rest. */
+  const broken = new Map<string, HTMLTableRowElement>();
+  /** Puts `tr` in name order among every row shown. */
+  const place = (name: string, tr: HTMLTableRowElement) => {
+    const after = [...rows.keys(), ...broken.keys()].sort().find((n) => n > name);
+    const before = after === undefined ? null : (rows.get(after)?.tr ?? broken.get(after) ?? null);
+    tbody.insertBefore(tr, before);
+  };
+  const putUnreadable = (u: UnreadableLeaseView) => {
+    rows.get(u.name)?.tr.remove();
+    rows.delete(u.name);
+    broken.get(u.name)?.remove();
+    broken.delete(u.name);
+    const tr = unreadableRow(u);
+    place(u.name, tr);
+    broken.set(u.name, tr);
+  };
   let lastSnapshot: LeaseSnapshotWire | undefined;
   let maxSkewMs = app.settings.maxSkewMs;
   const tbody = h("tbody");
@@ -185,6 +229,9 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
     const plain = rows.size - grouped;
     const where = prefix ? ` under “${prefix}”` : "";
     let text = `${plain} lease${plain === 1 ? "" : "s"}${where}, updated live.`;
+    if (broken.size > 0) {
+      text += ` ${broken.size} record${broken.size === 1 ? "" : "s"} the server cannot read or judge ${broken.size === 1 ? "is" : "are"} marked ✕: an operator clears one with leasehold release --force.`;
+    }
     if (grouped > 0) {
       text += hideGroups.checked
         ? ` ${grouped} records of sharded groups are hidden: a group's page shows them whole.`
@@ -229,13 +276,14 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
   };
 
   const put = ({ lease, free }: { lease: LeaseView; free: boolean }) => {
+    broken.get(lease.name)?.remove();
+    broken.delete(lease.name);
     const known = rows.get(lease.name);
     if (known) return fill(known, lease, free);
     const row = newRow(lease, free);
     row.tr.hidden = groupOf(lease.name) !== undefined && hideGroups.checked;
+    place(lease.name, row.tr);
     rows.set(lease.name, row);
-    const after = [...rows.keys()].sort().find((n) => n > lease.name);
-    tbody.insertBefore(row.tr, after ? (rows.get(after)?.tr ?? null) : null);
   };
 
   app.follow(`v1/watch?prefix=${encodeURIComponent(prefix)}`, false, (message) => {
@@ -245,17 +293,24 @@ export const leasesView: View = (app: App, main: HTMLElement, prefix: string) =>
       serverSaid(snapshot.now);
       maxSkewMs = snapshot.maxSkewMs;
       rows.clear();
+      broken.clear();
       tbody.replaceChildren();
       for (const { lease, free } of snapshot.leases) if (lease) put({ lease, free });
+      for (const u of snapshot.unreadable ?? []) putUnreadable(u);
       describe(snapshot);
     } else if (message.event === "lease") {
       const { lease, free } = JSON.parse(message.data) as WatchEventView;
       if (lease) put({ lease, free });
       soon();
+    } else if (message.event === "unreadable") {
+      putUnreadable(JSON.parse(message.data) as UnreadableLeaseView);
+      soon();
     } else if (message.event === "removed") {
       const { name } = JSON.parse(message.data) as { name: string };
       rows.get(name)?.tr.remove();
       rows.delete(name);
+      broken.get(name)?.remove();
+      broken.delete(name);
       soon();
     } else if (message.event === "problem") {
       summary.textContent = `The server cannot read the store right now (${(JSON.parse(message.data) as { detail: string }).detail}); what is shown may be out of date.`;

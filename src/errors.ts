@@ -8,7 +8,7 @@
  * server's internal `ProblemError` never leaves the server: it becomes a response.)
  * Runtime-neutral.
  */
-import type { Stored } from "./record.js";
+import type { Revision, Stored } from "./record.js";
 
 /** Base class: catch this to catch anything leasehold throws on purpose. */
 export class LeaseholdError extends Error {
@@ -128,19 +128,25 @@ export class LeaseTermRuleError extends LeaseValidationError {
 
 /**
  * Thrown when a record read from the store is not a valid lease record (bad JSON, missing or
- * mistyped fields, foreign data). leasehold never overwrites such a record: an operator must look.
+ * mistyped fields, foreign data). leasehold never overwrites such a record on its own: an operator
+ * must look, and may clear it (`leasehold release --force`, docs/cli.md). `revision` is the
+ * unreadable record's revision when the store could read one: a `put` expecting it replaces the
+ * record, which only that operator's command does. A listing reports such a record in its place
+ * (`Unreadable`, src/listing.ts) and carries on.
  */
 export class LeaseCorruptError extends LeaseholdError {
   override name = "LeaseCorruptError";
+  readonly revision: Revision | undefined;
   constructor(
     readonly lease: string,
     readonly issues: FieldIssue[],
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; revision?: Revision | undefined },
   ) {
     super(
       `lease "${lease}" holds a record leasehold cannot read (refusing to overwrite it): ${describeIssues(issues)}`,
       options,
     );
+    this.revision = options?.revision;
   }
 }
 

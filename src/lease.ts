@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { type FieldIssue, LeaseCorruptError, LeaseValidationError } from "./errors.js";
 import { liftLegacyFields } from "./legacy-fields.js";
+import type { Listed } from "./listing.js";
 import type { LeaseRecord, Revision, Stored } from "./record.js";
 
 /** The longest lease name: the pattern allows 192 characters. */
@@ -97,10 +98,11 @@ const LEASE_NAME = `${SEGMENT}(/${SEGMENT})*`;
 
 /**
  * The names of the protocol's own records: `[<scope>/]_sessions/<id>` (a process session),
- * `<group>/_config`, `<group>/_members/<id>` and `<group>/_buckets/<index>` (a sharded group).
+ * `<group>/_config`, `<group>/_members/<id>` and `<group>/_buckets/<index>` (a sharded group),
+ * `_quota/q-<32 hex digits>` (the API's count of one token's records under one prefix).
  * Exactly one `_` segment, at a fixed place, so each name has one role (`recordRole`).
  */
-const PROTOCOL_NAME = `(${LEASE_NAME}/)?_sessions/${SEGMENT}|${LEASE_NAME}/_config|${LEASE_NAME}/_(members|buckets)/${SEGMENT}`;
+const PROTOCOL_NAME = `(${LEASE_NAME}/)?_sessions/${SEGMENT}|${LEASE_NAME}/_config|${LEASE_NAME}/_(members|buckets)/${SEGMENT}|_quota/q-[0-9a-f]{32}`;
 export const PROTOCOL_NAME_PATTERN = new RegExp(`^(${PROTOCOL_NAME})$`);
 
 /** A process session record's name: `[<scope>/]_sessions/<id>`. */
@@ -113,18 +115,19 @@ export const SESSION_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}/)?_sessions/${SE
 export const RECORD_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}|${PROTOCOL_NAME})$`);
 
 /** What a record is, by its name (the only place a role is decided). */
-export type RecordRole = "lease" | "session" | "group-config" | "member" | "bucket";
+export type RecordRole = "lease" | "session" | "group-config" | "member" | "bucket" | "quota";
 
 /** The role of the record named `name` (a lease name, or a protocol record's name). */
 export function recordRole(name: string): RecordRole {
   if (!name.includes("/_") && !name.startsWith("_")) return "lease";
   if (name.startsWith("_sessions/") || name.includes("/_sessions/")) return "session";
+  if (name.startsWith("_quota/")) return "quota";
   if (name.endsWith("/_config")) return "group-config";
   return name.includes("/_members/") ? "member" : "bucket";
 }
 
 /** A record's name: a lease name, or one of the protocol's own (PROTOCOL_NAME_PATTERN). */
-export const RECORD_NAME_RULE = `${NAME_RULE}, or a protocol record's name ([<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>)`;
+export const RECORD_NAME_RULE = `${NAME_RULE}, or a protocol record's name ([<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>, _quota/q-<32 hex digits>)`;
 
 export const recordNameSchema = z
   .string({ error: "expected a string" })
@@ -250,6 +253,7 @@ const storedRecordSchema = recordFields
   })
   .superRefine(checkProtocolFields);
 
+export type { Listed, Unreadable } from "./listing.js";
 export type { LeaseRecord, Revision, SessionRef, Stored, Successor, UpstreamProof } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
@@ -273,8 +277,12 @@ export interface LeaseStore {
   /** Strongly consistent read; `null` when the lease never existed. */
   get(name: string, options?: CallOptions): Promise<Stored | null>;
   put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored>;
-  /** Records whose name starts with `prefix`, in name order. Optional capability. */
-  list?(prefix: string, options?: ListOptions): AsyncIterable<Stored>;
+  /**
+   * Records whose name starts with `prefix`, in name order. Optional capability. A record the
+   * store cannot read is yielded in its place as `Unreadable` (src/listing.ts), never thrown, so
+   * one bad record never fails a listing; `limit` counts it as one entry.
+   */
+  list?(prefix: string, options?: ListOptions): AsyncIterable<Listed>;
   /**
    * Optional: the leases `names`, in as few requests as the backend allows (DynamoDB BatchGetItem
    * of up to 100 keys, one SQL `SELECT ... IN`). Each read is as strong as `get`'s: it sees every

@@ -34,4 +34,13 @@ export {
   validateRecord,
   zodIssues,
 } from "./lease.js";
+export {
+  isUnreadable,
+  type Listed,
+  orUnreadable,
+  settleUnreadable,
+  storedAt,
+  type Unreadable,
+  unreadable,
+} from "./listing.js";
 export { checkTermRules, type TermRule, type TermRuleViolation } from "./term-rules.js";

@@ -9,13 +9,11 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TokenScope } from "../src/api/auth.js";
-import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseholdClient } from "../src/http/client.js";
-import type { LeaseStore, ListOptions } from "../src/lease.js";
+import type { LeaseStore } from "../src/lease.js";
 import type { RunningServer } from "../src/runtime/node.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
-import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { startApi, TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
 
@@ -148,38 +146,6 @@ describe("records", () => {
     expect((await acquire("jobs/a", TOKENS.admin)).status).toBe(200);
   });
 
-  it("the count behind recordsPerPrefix is listed once a minute per prefix, not at every create (a listing reads every record on an object store)", async () => {
-    const clock = new ManualClock();
-    const store = new MemoryStore();
-    let listings = 0;
-    const counting = new (class extends StoreWrapper {
-      protected override listOf(prefix: string, options?: ListOptions) {
-        listings++;
-        return super.listOf(prefix, options);
-      }
-    })(store);
-    const api = inProcessApi({ clock, store: counting, limits: { recordsPerPrefix: 6, createsPerMinute: 1000 } });
-    const acquire = (name: string) =>
-      api.fetch(`${api.url}${path(name, "/acquire")}`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${TOKENS.admin}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ holder: "h", instance: INSTANCE, leaseMs: 60_000 }),
-      });
-    const root = uniqueName("count");
-    for (const n of [1, 2, 3, 4]) expect((await acquire(`${root}/${n}`)).status).toBe(200);
-    expect(listings).toBe(1);
-    // Records created behind this instance's back are seen at the next count, a minute on.
-    await store.put({ ...(await store.get(`${root}/1`))!.record, name: `${root}/x` }, null);
-    await clock.advance(60_000);
-    expect((await acquire(`${root}/5`)).status).toBe(200); // counted afresh: 5 records, this one the 6th
-    expect(listings).toBe(2);
-    // The create that would reach the bound is always counted exactly, and so is the refusal.
-    const over = await acquire(`${root}/6`);
-    expect(over.status).toBe(429);
-    expect(listings).toBe(3);
-    expect(await store.get(`${root}/6`)).toBeNull();
-  });
-
   it("past createsPerMinute a token's next create is 429 naming it, until the minute has refilled", async () => {
     const clock = new ManualClock();
     const api = inProcessApi({ clock, limits: { createsPerMinute: 2 } });
@@ -232,8 +198,14 @@ describe("the Node listener", () => {
   });
 
   /** A raw connection, to send what fetch never would: slow, oversized or broken requests. */
-  function rawSocket(port: number) {
-    const socket = connect(port, "127.0.0.1");
+  function rawSocket(port: number, options: { from?: string; ignoresFin?: boolean } = {}) {
+    const socket = connect({
+      port,
+      host: "127.0.0.1",
+      // A client that ignores the server's FIN: only the server can end the connection then.
+      allowHalfOpen: options.ignoresFin === true,
+      ...(options.from ? { localAddress: options.from } : {}),
+    });
     let received = "";
     socket.on("data", (d: Buffer) => {
       received += d.toString();
@@ -325,6 +297,67 @@ describe("the Node listener", () => {
     held[0]!.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     await held[0]!.closed;
     expect(statusAndProblem(held[0]!.received()).status).toBe(200);
+    for (const h of held) h.socket.destroy();
+  });
+
+  /** Writes one byte every `everyMs` whatever the server answers, until the socket is gone; returns how many. */
+  async function trickle(socket: Socket, everyMs: number): Promise<number> {
+    let sent = 0;
+    while (!socket.destroyed && socket.writable) {
+      socket.write("x");
+      sent++;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+    return sent;
+  }
+
+  it("a client that ignores its 408 or 431 and keeps sending is disconnected after a short grace", async () => {
+    server = await startApi({ listener: { headersTimeoutMs: 300, requestTimeoutMs: 600 } });
+    // Header lines trickled past the header timeout, then on and on after the 408.
+    const slow = rawSocket(server.port, { ignoresFin: true });
+    slow.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+    const slowSent = trickle(slow.socket, 50);
+    // Oversized headers, then more of them after the 431.
+    const big = rawSocket(server.port, { ignoresFin: true });
+    big.socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${"x".repeat(20_000)}`);
+    const bigSent = trickle(big.socket, 50);
+    await Promise.all([slow.closed, big.closed]);
+    // Closed by the server while the clients were still sending: they never stop on their own.
+    expect(await slowSent).toBeGreaterThan(0);
+    expect(await bigSent).toBeGreaterThan(0);
+    expect(statusAndProblem(slow.received()).status).toBe(408);
+    expect(statusAndProblem(big.received()).status).toBe(431);
+  });
+
+  it("past maxConnectionsPerAddress a new connection from that address is 503 naming it; other addresses are served", async () => {
+    server = await startApi({ listener: { maxConnections: 10, maxConnectionsPerAddress: 2 } });
+    const held = [rawSocket(server.port, { from: "127.0.0.2" }), rawSocket(server.port, { from: "127.0.0.2" })];
+    await Promise.all(held.map((h) => new Promise((r) => h.socket.once("connect", r))));
+    await new Promise((r) => setTimeout(r, 100));
+    const third = rawSocket(server.port, { from: "127.0.0.2", ignoresFin: true });
+    // It ignores the answer and keeps sending: closed all the same.
+    third.socket.once("connect", () => void trickle(third.socket, 50));
+    await third.closed;
+    const answer = statusAndProblem(third.received());
+    expect(answer.status).toBe(503);
+    expect(answer.head).toContain("Retry-After: 1");
+    expect(answer.problem).toMatchObject({
+      type: "urn:leasehold:problem:over-capacity",
+      bound: "maxConnectionsPerAddress",
+    });
+    // Another address has slots of its own, and the two held connections are served.
+    const other = rawSocket(server.port, { from: "127.0.0.1" });
+    other.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    await other.closed;
+    expect(statusAndProblem(other.received()).status).toBe(200);
+    held[0]!.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    await held[0]!.closed;
+    expect(statusAndProblem(held[0]!.received()).status).toBe(200);
+    // A slot freed is a slot again.
+    const again = rawSocket(server.port, { from: "127.0.0.2" });
+    again.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    await again.closed;
+    expect(statusAndProblem(again.received()).status).toBe(200);
     for (const h of held) h.socket.destroy();
   });
 

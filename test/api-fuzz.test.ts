@@ -15,6 +15,7 @@ import { beforeAll, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { Problem } from "../src/http/schemas.js";
 import type { Stored } from "../src/lease.js";
+import { readable } from "../src/listing.js";
 import { TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
 
@@ -66,7 +67,7 @@ beforeAll(async () => {
 
 async function snapshot(): Promise<Stored[]> {
   const out: Stored[] = [];
-  for await (const s of store.list("")) out.push(s);
+  for await (const s of readable(store.list(""))) out.push(s);
   return out;
 }
 

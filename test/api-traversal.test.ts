@@ -16,6 +16,7 @@ import { S3Store } from "../src/backends/s3/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
+import { readable } from "../src/listing.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { AZURITE_ACCOUNT, AZURITE_KEY, azuriteConnectionString } from "./servers/azurite.server.js";
 import { S3_TEST_CREDENTIALS, S3_TEST_REGION, s3TestClient } from "./servers/versitygw.server.js";
@@ -104,7 +105,7 @@ async function sqlite(): Promise<Backend> {
 
 async function everything(store: LeaseStore): Promise<Stored[]> {
   const out: Stored[] = [];
-  for await (const s of store.list!("")) out.push(s);
+  for await (const s of readable(store.list!(""))) out.push(s);
   return out;
 }
 

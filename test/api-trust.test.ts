@@ -15,6 +15,7 @@ import { ManualClock } from "../src/clock.js";
 import { LeaseValidationError } from "../src/errors.js";
 import { LeaseholdClient } from "../src/http/client.js";
 import type { LeaseStore, Stored } from "../src/lease.js";
+import { readable } from "../src/listing.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
@@ -51,7 +52,7 @@ function harness(options: { tokens?: TokenScope[]; clock?: ManualClock; store?: 
   };
   const snapshot = async (): Promise<Stored[]> => {
     const out: Stored[] = [];
-    for await (const s of api.store.list!("")) out.push(s);
+    for await (const s of readable(api.store.list!(""))) out.push(s);
     return out;
   };
   return { api, call, snapshot };

@@ -391,8 +391,9 @@ describe("errors", () => {
       expect(r.headers.get("retry-after")).toBe("1");
       expect(r.headers.get("content-type")).toBe("application/problem+json");
       const detail = ((await r.json()) as { detail: string }).detail;
+      // The first write of a create is its count's (src/api/limits.ts RecordQuota).
       expect(detail).toBe(
-        "the store failed during put; a write may or may not have applied, and is settled by reading; retry",
+        "the store failed during count; a write may or may not have applied, and is settled by reading; retry",
       );
       expect(detail).not.toContain("/var/lib");
     }

@@ -54,13 +54,19 @@ const viaProxy = (options: Partial<AzureBlobStoreOptions> = {}) =>
   ownClient({ connectionString: azuriteConnectionString(proxied), ...options });
 const noClose = (store: AzureBlobStore) => Object.assign(store, { close: async () => undefined });
 
+/** Bytes that are not a record, where the store keeps `name` (a foreign tool's write). */
+const plantUnreadable = async (name: string) => {
+  await admin.getBlockBlobClient(`leases/${name}.json`).upload("{not json", 9);
+};
 describeStoreContract("azure blob (azurite)", {
   create: async () => ({ store: ownClient() }),
   conflictCarriesCurrent: true,
+  plantUnreadable,
 });
 describeStoreContract("azure blob, caller's ContainerClient with SDK retries on", {
   create: async () => ({ store: retryingClient(endpoint) }),
   conflictCarriesCurrent: true,
+  plantUnreadable,
 });
 describeElectorContract("azure blob (azurite)", async () => ({ store: ownClient() }));
 describeShardedContract("azure blob (azurite)", async () => ({ store: ownClient() }));

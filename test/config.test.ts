@@ -83,6 +83,10 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
     check: (c) => expect(c.listener?.keepAliveTimeoutMs).toBe(4000),
   },
   LEASEHOLD_MAX_CONNECTIONS: { value: "64", check: (c) => expect(c.listener?.maxConnections).toBe(64) },
+  LEASEHOLD_MAX_CONNECTIONS_PER_ADDRESS: {
+    value: "16",
+    check: (c) => expect(c.listener?.maxConnectionsPerAddress).toBe(16),
+  },
   // LEASEHOLD_IN_FLIGHT alone: the reserved share follows it (a quarter).
   LEASEHOLD_IN_FLIGHT: {
     value: "40",
@@ -171,7 +175,13 @@ describe("each variable on each entry: read, or refused with the reason", () => 
       store: { url: "sqlite:./data/leasehold.db", from: "default" },
       auth: { mode: "none", because: "loopback", host: "127.0.0.1" },
       app: { maxSkewMs: 1000, watchPollMs: 1000, heartbeatMs: 15000, limits: {} },
-      listener: { headersTimeoutMs: 5000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5000, maxConnections: 1024 },
+      listener: {
+        headersTimeoutMs: 5000,
+        requestTimeoutMs: 10_000,
+        keepAliveTimeoutMs: 5000,
+        maxConnections: 1024,
+        maxConnectionsPerAddress: 256,
+      },
       warnings: [],
     });
     expect(readServerConfig(BASE.lambda, "lambda").app).toEqual({

@@ -14,7 +14,8 @@ import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseCorruptError } from "../src/errors.js";
-import type { LeaseRecord } from "../src/lease.js";
+import type { LeaseRecord, Listed } from "../src/lease.js";
+import { isUnreadable, listedName } from "../src/listing.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 
@@ -182,13 +183,21 @@ describe("corrupt or foreign records in the SQLite store", () => {
     expect(error.message).toMatch(
       /^lease "corrupt\/lease" holds a record leasehold cannot read \(refusing to overwrite it\): /,
     );
-    // Listing a prefix that contains it says the same, rather than skipping it silently.
-    const listing = (async () => {
-      for await (const _ of store.list("corrupt/")) {
-        // drain
-      }
-    })();
-    await corruptError(listing);
+    // Listing a prefix that contains it reports it in its place with the same error, never
+    // skipping it silently and never failing the rest of the listing.
+    await store.put(makeRecord("corrupt/next"), null);
+    const listed: Listed[] = [];
+    for await (const entry of store.list("corrupt/")) listed.push(entry);
+    expect(listed.map(listedName)).toEqual([NAME, "corrupt/next"]);
+    const entry = listed[0]!;
+    expect(isUnreadable(entry)).toBe(true);
+    if (isUnreadable(entry)) {
+      expect(entry.unreadable).toBeInstanceOf(LeaseCorruptError);
+      expect(entry.unreadable.issues).toEqual(error.issues);
+      // The revision, where the row's is sound: what `release --force` replaces.
+      expect(entry.revision).toBe(error.revision);
+      expect(error.revision).toBe(typeof rev === "number" && rev > 0 ? String(rev) : undefined);
+    }
   });
 
   it.each(cases)("$label: an elector campaigns for 5 leases and never overwrites it", async ({ rev, record }) => {

@@ -9,6 +9,8 @@ import { DEFAULT_TTL_GRACE_SECONDS, DynamoDbStore } from "../src/backends/dynamo
 import { ManualClock } from "../src/clock.js";
 import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
+import type { Listed } from "../src/lease.js";
+import { isUnreadable, listedName, readable } from "../src/listing.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -24,7 +26,19 @@ afterAll(() => client.destroy());
 
 const create = async () => ({ store: new DynamoDbStore({ client, table }) });
 // conflictCarriesCurrent: dynalite omits ALL_OLD's item, so the store reads it (real DynamoDB sends it).
-describeStoreContract("dynamodb (dynalite)", { create, conflictCarriesCurrent: true });
+describeStoreContract("dynamodb (dynalite)", {
+  create,
+  conflictCarriesCurrent: true,
+  // A record whose term is text (a foreign tool's write), at a sound revision.
+  plantUnreadable: async (name) => {
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { pk: { S: name }, rev: { N: "4" }, term: { S: "four" }, holder: { S: "ghost" } },
+      }),
+    );
+  },
+});
 describeElectorContract("dynamodb (dynalite)", create);
 describeShardedContract("dynamodb (dynalite)", create);
 
@@ -112,7 +126,7 @@ describe("dynamodb item layout", () => {
     await store.put(makeRecord(`${root}x/outside`), null); // shares the text prefix without the slash
     const list = async (prefix: string, o?: { startAfter?: string; limit?: number }) => {
       const out: string[] = [];
-      for await (const s of store.list(prefix, o)) out.push(s.record.name);
+      for await (const s of store.list(prefix, o)) out.push(listedName(s));
       return out;
     };
     const sorted = [...names].sort();
@@ -223,17 +237,26 @@ describe("dynamodb corrupt and foreign items", () => {
     expect(await rawGet(name)).toEqual(before);
   });
 
-  it("a corrupt item inside a listing fails the listing instead of being skipped", async () => {
+  it("a corrupt item inside a listing is reported in its place, never skipped, and the rest is listed", async () => {
     const store = new DynamoDbStore({ client, table });
     const root = uniqueName("mixed");
     await store.put(makeRecord(`${root}/a`), null);
     await putRaw(`${root}/b`, { rev: { N: "1" } });
-    const names: string[] = [];
-    const listing = (async () => {
-      for await (const s of store.list(`${root}/`)) names.push(s.record.name);
-    })();
-    await corruptOf(listing);
-    expect(names).toEqual([`${root}/a`]);
+    await store.put(makeRecord(`${root}/c`), null);
+    const listed: Listed[] = [];
+    for await (const s of store.list(`${root}/`)) listed.push(s);
+    expect(listed.map(listedName)).toEqual([`${root}/a`, `${root}/b`, `${root}/c`]);
+    const b = listed[1]!;
+    expect(isUnreadable(b) && b.unreadable).toBeInstanceOf(LeaseCorruptError);
+    expect(isUnreadable(b) && b.revision).toBe("1");
+    // A caller that needs every record (a sharded group's) still meets the error.
+    await corruptOf(
+      (async () => {
+        for await (const _ of readable(store.list(`${root}/`))) {
+          // drain
+        }
+      })(),
+    );
   });
 });
 

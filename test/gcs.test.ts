@@ -41,14 +41,24 @@ const ownClient = (options: Partial<GcsStoreOptions> = {}) =>
 const retryingClient = (apiEndpoint: string) =>
   new GcsStore({ storage: new Storage({ apiEndpoint, projectId }), bucket: bucketName });
 
-describeStoreContract("gcs", { create: async () => ({ store: ownClient() }), conflictCarriesCurrent: true });
+/** Bytes that are not a record, where the store keeps `name` (a foreign tool's write). */
+const plantUnreadable = async (name: string) => {
+  await bucket.file(`leases/${name}.json`).save("{not json", { resumable: false });
+};
+describeStoreContract("gcs", {
+  create: async () => ({ store: ownClient() }),
+  conflictCarriesCurrent: true,
+  plantUnreadable,
+});
 describeStoreContract("gcs, caller's Storage with SDK retries on", {
   create: async () => ({ store: retryingClient(endpoint) }),
   conflictCarriesCurrent: true,
+  plantUnreadable,
 });
 describeStoreContract("gcs, readCurrentOnConflict: false", {
   create: async () => ({ store: ownClient({ readCurrentOnConflict: false }) }),
   conflictCarriesCurrent: false,
+  plantUnreadable,
 });
 describeElectorContract("gcs", async () => ({ store: ownClient() }), {
   timeScale: 4, // GCS refuses renewals faster than one a second (checkGcsElectorSettings)

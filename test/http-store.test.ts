@@ -1,4 +1,8 @@
 /** The HTTP store against the real API server: the same store and elector contracts as every backend. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HttpStore } from "../src/backends/http/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
@@ -14,10 +18,12 @@ import { SwitchableClock } from "./support/switchable-clock.js";
 // The server judges expiry by this clock: the real one, or the elector contract's manual clock.
 const serverClock = new SwitchableClock();
 let api: Awaited<ReturnType<typeof startApi>>;
+const dir = mkdtempSync(join(tmpdir(), "leasehold-http-store-"));
+const database = join(dir, "leases.db");
 beforeAll(async () => {
   // maxSkewMs 0: one server, whose clock is the electors' own in the elector contract.
   api = await startApi({
-    store: new SqliteStore({ path: ":memory:" }),
+    store: new SqliteStore({ path: database }),
     watchPollMs: 50,
     clock: serverClock,
     maxSkewMs: 0,
@@ -26,6 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await api.close();
   await api.store.close?.();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const create = async (context?: ElectorContractContext) => {
@@ -38,6 +45,15 @@ describeStoreContract("http", {
   conflictCarriesCurrent: true,
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
+  // In the API's own store, as a foreign tool would write it: the API lists it as a row of its own.
+  plantUnreadable: async (name) => {
+    const raw = new Database(database);
+    try {
+      raw.prepare("INSERT INTO leases (name, rev, record) VALUES (?, 3, '{not json')").run(name);
+    } finally {
+      raw.close();
+    }
+  },
 });
 // No sharded contract here: the API writes a group's records only through its group routes (a
 // remote member heartbeats: test/sharding/api.test.ts), never through the raw lease routes.

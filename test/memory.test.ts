@@ -5,7 +5,11 @@ import { describeStoreContract } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 
 const create = async () => ({ store: new MemoryStore() });
-describeStoreContract("memory", { create, conflictCarriesCurrent: true });
+describeStoreContract("memory", {
+  create,
+  conflictCarriesCurrent: true,
+  cannotHoldUnreadable: "it keeps in memory only records it validated, and nothing else can write there",
+});
 describeElectorContract("memory", create);
 describeShardedContract("memory", create);
 
@@ -15,4 +19,5 @@ describeStoreContract("memory without list (a store that cannot list)", {
   create: async () => ({ store: new StoreWrapper(new MemoryStore(), { without: ["list"] }) }),
   conflictCarriesCurrent: true,
   noList: "a key-value service with no prefix listing",
+  cannotHoldUnreadable: "it wraps a memory store, which keeps only records it validated",
 });

@@ -85,6 +85,7 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
         "acquireLease",
         "renewLease",
         "releaseLease",
+        "forceReleaseLease",
         "getLease",
         "putLease",
         "ready",

@@ -52,16 +52,22 @@ const ownClient = (options: Partial<S3StoreOptions> = {}) =>
 const retryingClient = (url: string) => new S3Store({ bucket, client: s3TestClient(url, 3) });
 const viaProxy = (options: Partial<S3StoreOptions> = {}) => ownClient({ endpoint: proxy.endpoint, ...options });
 
+/** Bytes that are not a record, where the store keeps `name` (a foreign tool's write). */
+const plantUnreadable = async (name: string) => {
+  await admin.send(new PutObjectCommand({ Bucket: bucket, Key: `leases/${name}.json`, Body: "{not json" }));
+};
 describeStoreContract("s3 (versitygw)", {
   create: async () => {
     const store = ownClient();
     return { store, dispose: () => store.close() };
   },
   conflictCarriesCurrent: true,
+  plantUnreadable,
 });
 describeStoreContract("s3, caller's S3Client with SDK retries on", {
   create: async () => ({ store: retryingClient(endpoint) }),
   conflictCarriesCurrent: true,
+  plantUnreadable,
 });
 describeElectorContract("s3 (versitygw)", async () => {
   const store = ownClient();

@@ -10,7 +10,7 @@
 import { MemoryStore } from "../../src/backends/memory/store.js";
 import type { Clock } from "../../src/clock.js";
 import { Elector } from "../../src/elector.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { ShardedElector } from "../../src/sharding/sharded-elector.js";
 import { SimClock } from "./sim-clock.js";
 
@@ -61,9 +61,9 @@ class CountingGatedStore implements LeaseStore {
     this.counts.put++;
     return this.pass(this.inner.put(next, expected, options));
   }
-  async *list(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  async *list(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     this.counts.list++;
-    const out: Stored[] = [];
+    const out: Listed[] = [];
     for await (const s of this.inner.list(prefix, options)) out.push(s);
     yield* await this.pass(Promise.resolve(out));
   }

@@ -19,7 +19,7 @@ export interface ApiLimits {
   watchStreams?: number;
   /** Open watch streams of one token (of everyone without tokens), the console's included. Default 100; over it 429. */
   watchStreamsPerToken?: number;
-  /** Records under one token prefix that a create may bring the count to. Default 10000; over it 429. */
+  /** Records one token may create under one of its prefixes (a count kept in the store). Default 10000; over it 429. */
   recordsPerPrefix?: number;
   /** New records one token may create per minute. Default 600; over it 429. */
   createsPerMinute?: number;

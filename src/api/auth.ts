@@ -4,8 +4,9 @@
  * nothing about a token; a token is never logged or echoed.
  *
  * Verbs: `read` (get, list, watch), `write` (acquire, renew, release, and the group routes),
- * `cas` (the raw compare-and-swap PUT, for the HTTP store; not implied by `write`) and `metrics`
- * (GET /metrics, once the server has tokens).
+ * `cas` (the raw compare-and-swap PUT, for the HTTP store; not implied by `write`), `metrics`
+ * (GET /metrics, once the server has tokens) and `force` (an operator's clearing of a record the
+ * server cannot read or judge, `leasehold release --force`; implied by nothing).
  *
  * A prefix is a path, and means what an operator reads in it: "" covers every name; a prefix
  * ending in "/" covers every name under it; any other prefix is a name and covers that name and
@@ -16,7 +17,7 @@ import { z } from "zod";
 import { LeaseValidationError } from "../errors.js";
 import { NAME_PATTERN, prefixSchema, RECORD_NAME_PATTERN, zodIssues } from "../lease.js";
 
-export const VERBS = ["read", "write", "cas", "metrics"] as const;
+export const VERBS = ["read", "write", "cas", "metrics", "force"] as const;
 export type Verb = (typeof VERBS)[number];
 
 export interface TokenScope {

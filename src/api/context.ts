@@ -9,6 +9,7 @@ import type { Clock } from "../clock.js";
 import type { LeaseStore, Stored } from "../lease.js";
 import type { Admission } from "./admission.js";
 import { type Authorizer, type Principal, principalName, type Verb } from "./auth.js";
+import type { ForceRelease } from "./force-release.js";
 import type { Caller, LeaseService } from "./lease-service.js";
 import type { LeaseViews } from "./lease-views.js";
 import { type CallerKey, EVERYONE, type WatchStreams } from "./limits.js";
@@ -43,6 +44,8 @@ export interface Deps {
   service: LeaseService;
   /** What records look like to callers, read without publishing (what the streams use). */
   views: LeaseViews;
+  /** An operator's clearing of a record the server cannot read or judge (verb `force`). */
+  forceRelease: ForceRelease;
   shards: ShardService;
   hub: WatchHub;
   watchers: WatchStreams;

@@ -37,6 +37,21 @@ export function groupShape(name: string): { group: string; kind: GroupRecordKind
   return undefined;
 }
 
+/**
+ * The member and bucket records `name` lies under (`<group>/members/<id>/...`), by shape: a plain
+ * record there would be listed with the group's own at every heartbeat.
+ */
+export function groupRecordsAbove(name: string): Array<{ group: string; kind: GroupRecordKind; record: string }> {
+  const segments = name.split("/");
+  const out: Array<{ group: string; kind: GroupRecordKind; record: string }> = [];
+  for (let k = 1; k < segments.length; k++) {
+    const record = segments.slice(0, k).join("/");
+    const shape = groupShape(record);
+    if (shape && shape.kind !== "config") out.push({ ...shape, record });
+  }
+  return out;
+}
+
 /** A group's config record: free at term 0 with a readable count and epoch. */
 export function isGroupConfig(record: LeaseRecord | undefined): boolean {
   return record !== undefined && record.holder === null && record.term === 0 && decodeConfig(record) !== undefined;

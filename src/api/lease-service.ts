@@ -20,6 +20,7 @@ import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import { isLeaseValidationError } from "../errors.js";
 import { MAX_CREATED_TERM, type RecordWrite } from "../http/schemas.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
+import { isUnreadable, type Listed, listedName } from "../listing.js";
 import { msUntilPast } from "../tenure.js";
 import { checkTermRules } from "../term-rules.js";
 import { boundSession, refused, type SessionCheck, sessionRefusal, succession } from "./bound-leases.js";
@@ -31,6 +32,8 @@ import { ProblemError } from "./problems.js";
 import { withSignal } from "./store-deadline.js";
 
 const ATTEMPTS = 4;
+/** Records per listing call of `children`. */
+const PAGE = 100;
 
 export interface LeaseOutcome {
   leader: boolean;
@@ -99,7 +102,8 @@ export class LeaseService {
     return stored;
   }
 
-  async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Stored> {
+  /** A page of records in name order, an unreadable one in its place (src/listing.ts). */
+  async *list(prefix: string, startAfter: string | undefined, limit: number): AsyncIterable<Listed> {
     if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
     try {
       yield* this.store.list(prefix, startAfter === undefined ? { limit } : { startAfter, limit });
@@ -108,16 +112,41 @@ export class LeaseService {
     }
   }
 
-  /** Every record under `prefix`, in name order (a sharded group's members or buckets). */
-  async listAll(prefix: string): Promise<Stored[]> {
-    if (!this.store.list) throw new ProblemError("not-found", "this store cannot list leases");
+  /**
+   * The records one segment under `prefix` (a sharded group's members or buckets), in name order,
+   * at most `limit`, in pages. Whatever lies below one of them (`<prefix><child>/...`) is skipped
+   * by listing again after it, so it costs one more listing call, never its records. A child the
+   * store cannot read fails the call (a group is judged from all of its records).
+   */
+  async children(prefix: string, limit: number): Promise<Stored[]> {
+    const list = this.store.list?.bind(this.store);
+    if (!list) throw new ProblemError("not-found", "this store cannot list leases");
     const out: Stored[] = [];
+    let startAfter: string | undefined;
     try {
-      for await (const stored of this.store.list(prefix)) out.push(stored);
+      for (;;) {
+        let listed = 0;
+        let skipTo: string | undefined;
+        for await (const entry of list(prefix, { ...(startAfter === undefined ? {} : { startAfter }), limit: PAGE })) {
+          listed++;
+          const rest = listedName(entry).slice(prefix.length);
+          const slash = rest.indexOf("/");
+          // Below a child: every name there sorts before `<child>/~`, and every later child after it.
+          if (slash !== -1) {
+            skipTo = `${prefix}${rest.slice(0, slash)}/~`;
+            break;
+          }
+          if (isUnreadable(entry)) throw entry.unreadable;
+          out.push(entry);
+          startAfter = entry.record.name;
+          if (out.length >= limit) return out;
+        }
+        if (skipTo !== undefined) startAfter = skipTo;
+        else if (listed < PAGE) return out;
+      }
     } catch (error) {
       throw storeProblem("list", error);
     }
-    return out;
   }
 
   /** Refuses (429) a new record for `caller` when it is over its quota. */
@@ -125,7 +154,7 @@ export class LeaseService {
     try {
       await this.quota.admitCreate(caller.key, caller.quotaPrefix);
     } catch (error) {
-      throw storeProblem("list", error);
+      throw storeProblem("count", error);
     }
   }
 

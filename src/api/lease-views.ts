@@ -12,8 +12,9 @@
 import type { Clock } from "../clock.js";
 import { isAmbiguous, isLeaseCorruptError, isLeaseValidationError } from "../errors.js";
 import { leaseView } from "../http/lease-view.js";
-import type { LeaseView } from "../http/schemas.js";
+import type { LeaseView, UnreadableLeaseView } from "../http/schemas.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
+import { isUnreadable, type Listed, type Unreadable } from "../listing.js";
 import { memberName } from "../sharding/layout.js";
 import { freeByStamps, freeInMs } from "../tenure.js";
 import { boundSession, boundState } from "./bound-leases.js";
@@ -35,9 +36,43 @@ export function storeProblem(op: string, error: unknown): ProblemError {
   if (isLeaseValidationError(error)) {
     return new ProblemError("validation", error.message, { errors: error.issues });
   }
-  if (isLeaseCorruptError(error)) return new ProblemError("corrupt", error.message);
+  if (isLeaseCorruptError(error)) {
+    return new ProblemError("corrupt", `${error.message}. ${CLEAR_HINT}`, { errors: error.issues });
+  }
   const outcome = isAmbiguous(error) ? "; a write may or may not have applied, and is settled by reading" : "";
   return new ProblemError("store-unavailable", `the store failed during ${op}${outcome}; retry`, { retryAfter: 1 });
+}
+
+/** How an operator clears a record the server cannot read or judge (docs/cli.md). */
+const CLEAR_HINT =
+  "An operator with a token that has the verb force clears it: leasehold release --force NAME (POST /v1/leases/{name}/force-release)";
+
+/** A listing's row for a record the store could not read. */
+export function corruptRow(entry: Unreadable): UnreadableLeaseView {
+  return { name: entry.name, reason: "corrupt", detail: entry.unreadable.message, errors: entry.unreadable.issues };
+}
+
+/**
+ * Whether `error`, thrown while judging a record that reads, says the record cannot be judged
+ * (what it names is not a name, or is itself unreadable) rather than that the store failed.
+ */
+export function isJudgementFailure(error: unknown): error is ProblemError {
+  return error instanceof ProblemError && (error.kind === "validation" || error.kind === "corrupt");
+}
+
+/** A listing's row for a record that reads but cannot be judged, from the judgement's problem. */
+export function unjudgeableRow(name: string, problem: ProblemError): UnreadableLeaseView {
+  return {
+    name,
+    reason: "unjudgeable",
+    detail: `lease "${name}" cannot be judged: ${problem.detail}`,
+    errors: problem.extra.errors ?? [],
+  };
+}
+
+/** GET of a record the server cannot judge: a problem naming why (never the 400 of a bad request). */
+export function unreadableProblem(row: UnreadableLeaseView): ProblemError {
+  return new ProblemError("corrupt", `${row.detail}. ${CLEAR_HINT}`, { errors: row.errors });
 }
 
 export class LeaseViews {
@@ -80,6 +115,23 @@ export class LeaseViews {
   /** The record as callers see it, a bucket or a bound lease with its session's state. */
   async view(stored: Stored, cache?: Map<string, Promise<Stored | null>>): Promise<LeaseView> {
     return toView(stored, await this.held(stored, cache));
+  }
+
+  /**
+   * A listing's row: the view of a record, or why the server cannot read it or judge it (a
+   * store failure while judging is thrown: it is no fault of the record's).
+   */
+  async row(
+    entry: Listed,
+    cache?: Map<string, Promise<Stored | null>>,
+  ): Promise<{ lease: LeaseView } | { unreadable: UnreadableLeaseView }> {
+    if (isUnreadable(entry)) return { unreadable: corruptRow(entry) };
+    try {
+      return { lease: await this.view(entry, cache) };
+    } catch (error) {
+      if (!isJudgementFailure(error)) throw error;
+      return { unreadable: unjudgeableRow(entry.record.name, error) };
+    }
   }
 
   /** Whether `stored` is free and until when it is held, a bucket or a bound lease by its session. */

@@ -11,6 +11,7 @@ import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { z } from "zod";
 import {
   AcquireBody,
+  ForceReleaseBody,
   HandoffBody,
   HandoffResult,
   Health,
@@ -270,7 +271,7 @@ export function apiRoutes(secured: boolean) {
     links: Object.fromEntries(next.map((op) => [op, LINKS[op]])),
   });
   const heldElsewhere =
-    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group (`group` names it; use its group routes)";
+    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group, or a new name under one of its member or bucket records (`group` names it; use its group routes)";
 
   return {
     acquire: createRoute({
@@ -335,6 +336,37 @@ export function apiRoutes(secured: boolean) {
         ),
         ...withBody,
         ...lanes.holder,
+      },
+    }),
+    forceRelease: createRoute({
+      method: "post",
+      path: "/v1/leases/{name}/force-release",
+      operationId: "forceReleaseLease",
+      tags: ["leases"],
+      summary:
+        "Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released",
+      description: [
+        "What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and",
+        "loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it,",
+        "by a released record at the `term` the request names. Logged with the token's name and what was wrong.",
+        "A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.",
+      ].join(" "),
+      ...security,
+      request: { params: NameParam, ...body(ForceReleaseBody) },
+      responses: {
+        200: {
+          ...resultWithTag("Cleared: the released record"),
+          links: { read: { operationId: "getLease", parameters: { name } } },
+        },
+        400: invalid,
+        ...auth,
+        404: problem("The lease never existed"),
+        409: problem(
+          "`not-corrupt`: the record reads and is judged (nothing to clear; `lease` is the record); `conflict`: the store could read neither the record nor its revision, so only its own tools can remove it",
+        ),
+        412: problem("The record changed while it was being cleared: nothing was written"),
+        ...withBody,
+        ...failures,
       },
     }),
     get: createRoute({
@@ -472,7 +504,7 @@ export function apiRoutes(secured: boolean) {
         ...auth,
         404: problem("The group does not exist and the request has no `buckets` to start it with"),
         409: problem(
-          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/_config` is another kind of record",
+          "`session-ended`: the session named is over (expired, fenced, left or replaced): stop all work, then heartbeat without `session`; `member-in-use`: another process holds a live session under this member id; `not-a-group`: `<group>/_config` is another kind of record; `group-full`: a new member of a group that has 4096 members",
         ),
         ...withBody,
         ...overLimit("recordsPerPrefix or createsPerMinute, for a new group or member"),

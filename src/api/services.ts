@@ -14,6 +14,7 @@ import { Admission } from "./admission.js";
 import type { AppOptions } from "./app-options.js";
 import type { Authorizer } from "./auth.js";
 import type { Deps } from "./context.js";
+import { ForceRelease } from "./force-release.js";
 import { LeaseService } from "./lease-service.js";
 import { LeaseViews } from "./lease-views.js";
 import { RecordQuota, WatchStreams } from "./limits.js";
@@ -44,12 +45,7 @@ export function buildDeps(
   const store = meteredStore(bounded, clock, metrics, log);
   const hub = new WatchHub(store, clock, resolved.watchPollMs);
   const views = new LeaseViews(store, clock, resolved.maxSkewMs);
-  const list = store.list;
-  const quota = new RecordQuota(
-    resolved,
-    clock,
-    list ? (prefix, limit) => list.call(store, prefix, { limit }) : undefined,
-  );
+  const quota = new RecordQuota(resolved, clock, store);
   const service = new LeaseService({
     store,
     clock,
@@ -65,6 +61,7 @@ export function buildDeps(
     auth,
     service,
     views,
+    forceRelease: new ForceRelease({ store, views, clock, publish: (name, stored) => hub.publish(name, stored), log }),
     shards: new ShardService(service, clock, resolved.maxSkewMs, resolved.bucketWritesPerHeartbeat),
     hub,
     watchers,

@@ -39,6 +39,7 @@ import type {
   MemberLeftView,
 } from "../http/schemas.js";
 import { type LeaseRecord, newWriteId, releasedRecord, type Stored } from "../lease.js";
+import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import {
   type BucketInfo,
   bucketsPrefix,
@@ -74,6 +75,11 @@ import { ProblemError } from "./problems.js";
 const ATTEMPTS = 4;
 /** Writes of one call run this many at a time. */
 const PARALLEL_WRITES = 8;
+/**
+ * The most members one group has through the API (as many as the largest bucket count): a
+ * heartbeat lists them all, so their number is bounded like everything a request reads.
+ */
+export const MAX_MEMBERS = MAX_BUCKETS;
 
 interface Group {
   config: GroupConfig;
@@ -139,7 +145,10 @@ export class ShardService {
       const step = this.sessionStep(group, member, mine, req, proof, wall);
       const before = this.plan(state, member, step.term, req.leaseMs, wall);
       if (before.staleConfig) continue; // a re-shard under way: read the config again
-      if (!mine) await this.leases.admitCreate(caller);
+      if (!mine) {
+        if (state.members.size >= MAX_MEMBERS) throw groupFull(group);
+        await this.leases.admitCreate(caller);
+      }
       const since = step.stays && mine ? sinceOf(mine) : wall;
       const metadata = { ...memberMetadata(before.wants), [SINCE]: String(since) };
       const next = { ...sessionRecord(name, member, step, mine, req, metadata, wall), holderDigest: proof.digest };
@@ -241,12 +250,12 @@ export class ShardService {
   ): Promise<Group> {
     const config = await this.config(group, caller, create);
     const members = new Map<string, MemberInfo>();
-    for (const stored of await this.leases.listAll(membersPrefix(group))) {
+    for (const stored of await this.leases.children(membersPrefix(group), MAX_MEMBERS + 1)) {
       const m = decodeMember(group, stored);
       if (m) members.set(m.id, m);
     }
     const buckets = new Map<number, BucketInfo>();
-    for (const stored of await this.leases.listAll(bucketsPrefix(group))) {
+    for (const stored of await this.leases.children(bucketsPrefix(group), MAX_BUCKETS)) {
       const b = decodeBucket(group, stored);
       if (b) buckets.set(b.index, b);
     }
@@ -573,6 +582,13 @@ function sessionEnded(
   return new ProblemError(
     "session-ended",
     `session ${session} of member "${member}" in group "${group}" is over (${why}): stop all work, then heartbeat without a session (ended: ${session}) to start the next`,
+  );
+}
+
+function groupFull(group: string): ProblemError {
+  return new ProblemError(
+    "group-full",
+    `group "${group}" has ${MAX_MEMBERS} members, the most one group has (a group never uses more members than its ${MAX_BUCKETS} buckets at the most): a member joins when another leaves`,
   );
 }
 

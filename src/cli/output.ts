@@ -6,7 +6,7 @@
 import { isLeaseholdApiError } from "../http/api-error.js";
 import { leaseView } from "../http/lease-view.js";
 import type { LeaseView } from "../http/schemas.js";
-import type { Stored } from "../lease.js";
+import type { Stored, Unreadable } from "../lease.js";
 
 /** Where a command writes; the entry passes the process streams, tests may pass buffers. */
 export interface CliIo {
@@ -56,6 +56,18 @@ export function statusOf(stored: Stored, now: number): LeaseStatus {
   const expiresInMs = view.holder === null ? null : view.expiresAt - now;
   const state = expiresInMs === null ? "released" : expiresInMs > 0 ? "held" : "expired";
   return { ...view, state, expiresInMs };
+}
+
+/** A record the store holds but cannot read (or, through the API, that the API cannot judge): its name and why. */
+export interface UnreadableView {
+  name: string;
+  state: "unreadable";
+  detail: string;
+  errors: Array<{ path: string; message: string }>;
+}
+
+export function unreadableViewOf(entry: Unreadable): UnreadableView {
+  return { name: entry.name, state: "unreadable", detail: entry.unreadable.message, errors: entry.unreadable.issues };
 }
 
 /** "12.3s", "expired 4.1s ago" or "released". */

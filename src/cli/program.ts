@@ -158,16 +158,34 @@ Examples:
 
   program
     .command("release")
-    .description("release a lease, only if it is held by HOLDER in TERM (compare-and-swap)")
+    .description(
+      "release a lease, only if it is held by HOLDER in TERM (compare-and-swap); or, with --force, clear a record leasehold cannot read",
+    )
     .argument("<name>", "lease name")
-    .requiredOption("--holder <id>", "the holder expected")
-    .requiredOption("--term <n>", "the term expected", wholeNumber("a whole number"))
+    .option("--holder <id>", "the holder expected")
+    .option(
+      "--term <n>",
+      "the term expected; with --force, the term a record nobody can read is cleared at",
+      wholeNumber("a whole number"),
+    )
+    .option(
+      "--force",
+      "clear a record leasehold cannot read (through the API: or judge); over HTTP the token needs the verb force",
+      false,
+    )
     .addOption(storeOption())
     .option("--json", "print the result as JSON", false)
     .action(async (name: string, opts) => {
       setExitCode(
         await releaseCommand(
-          { store: storeOf(io, opts.store), name, holder: opts.holder, term: opts.term, json: opts.json === true },
+          {
+            store: storeOf(io, opts.store),
+            name,
+            holder: opts.holder,
+            term: opts.term,
+            force: opts.force === true,
+            json: opts.json === true,
+          },
           io,
         ),
       );

@@ -4,9 +4,11 @@
  * §1). A live holder learns of it at its next renewal (a conflict) and steps down; until then it
  * may still act, which is what the fencing token is for: use this for stuck or dead holders.
  */
+
+import { clearedRecord } from "../api/force-release.js";
 import { systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
-import { ReleaseRefusedError } from "../errors.js";
+import { isLeaseCorruptError, LeaseValidationError, ReleaseRefusedError } from "../errors.js";
 import { type LeaseStore, releasedRecord, type Stored, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type CliIo, statusOf } from "./output.js";
@@ -14,8 +16,12 @@ import { type CliIo, statusOf } from "./output.js";
 export interface ReleaseOptions {
   store: string;
   name: string;
-  holder: string;
-  term: number;
+  /** The holder expected; not with `force`. */
+  holder?: string | undefined;
+  /** The term expected; with `force`, the term a record nobody can read is cleared at. */
+  term?: number | undefined;
+  /** Clear a record leasehold cannot read (or, through the API, judge) instead. */
+  force?: boolean;
   json: boolean;
 }
 
@@ -70,12 +76,74 @@ export async function releaseLease(
   }
 }
 
+/** A store that can clear a record it cannot judge itself (the HTTP store: the API does it, audited). */
+interface ForceReleasing {
+  forceRelease(name: string, term: number | undefined): Promise<Stored>;
+}
+const forceReleasing = (store: LeaseStore): store is LeaseStore & ForceReleasing =>
+  typeof (store as Partial<ForceReleasing>).forceRelease === "function";
+
+/**
+ * `release --force`: replaces a record the store cannot read with a released one at `term`, by
+ * compare-and-swap on the revision the store reported for it. A record that reads is refused:
+ * its holder releases it (`--holder`, `--term`), or it expires. Through the API, the API decides,
+ * judges what a record names as well, and logs who cleared it.
+ */
+export async function forceReleaseLease(
+  store: LeaseStore,
+  name: string,
+  term: number | undefined,
+): Promise<{ stored: Stored; why: string | undefined }> {
+  if (forceReleasing(store)) return { stored: await store.forceRelease(name, term), why: undefined };
+  let current: Stored | null;
+  try {
+    current = await store.get(name);
+  } catch (error) {
+    if (!isLeaseCorruptError(error)) throw error;
+    if (error.revision === undefined) {
+      throw new ReleaseRefusedError(
+        `${error.message}; the store could not read its revision either, so no compare-and-swap can replace it: remove it with the store's own tools`,
+      );
+    }
+    if (term === undefined) {
+      throw new ReleaseRefusedError(
+        `${error.message}; its term cannot be read: pass --term N, at least the highest term anything downstream fenced with under this name (0 if nothing fences with it); nothing changed`,
+      );
+    }
+    const outcome = await new CasWriter({ store, name, clock: systemClock }).writeSettled(
+      clearedRecord(name, term, Date.now()),
+      error.revision,
+    );
+    if (outcome.kind !== "applied") {
+      throw new ReleaseRefusedError(`lease "${name}" changed while it was being cleared; nothing changed`);
+    }
+    return { stored: outcome.stored, why: error.message };
+  }
+  if (!current) throw new ReleaseRefusedError(`lease "${name}" does not exist; nothing changed`);
+  const r = current.record;
+  throw new ReleaseRefusedError(
+    `lease "${name}" reads (${r.holder === null ? "released" : `held by ${r.holder}`}, term ${r.term}): --force clears only a record leasehold cannot read; release it with --holder and --term, or let it expire; nothing changed`,
+  );
+}
+
 export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<number> {
   const name = validateName(o.name);
+  if (o.force) return forceCommand(o, name, io);
+  if (o.holder === undefined || o.term === undefined) {
+    throw new LeaseValidationError("release options", [
+      {
+        path: o.holder === undefined ? "--holder" : "--term",
+        message:
+          "expected --holder and --term (the holder and term to release), or --force for a record leasehold cannot read",
+      },
+    ]);
+  }
+  const holder = o.holder;
+  const term = o.term;
   // A missing database holds no lease to release: never create one.
   const store = await openStore(o.store, { env: io.env, create: false });
   try {
-    const outcome = await releaseLease(store, name, o.holder, o.term);
+    const outcome = await releaseLease(store, name, holder, term);
     const r = outcome.stored.record;
     report(io, o.json, {
       released: outcome.released,
@@ -89,6 +157,26 @@ export async function releaseCommand(o: ReleaseOptions, io: CliIo): Promise<numb
           : `lease "${name}" was already released (term ${r.term})`,
       );
     }
+    return 0;
+  } finally {
+    await store.close?.();
+  }
+}
+
+async function forceCommand(o: ReleaseOptions, name: string, io: CliIo): Promise<number> {
+  if (o.holder !== undefined) {
+    throw new LeaseValidationError("release options", [
+      {
+        path: "--holder",
+        message: "expected no --holder with --force: a record nobody can read has no holder to check",
+      },
+    ]);
+  }
+  const store = await openStore(o.store, { env: io.env, create: false });
+  try {
+    const { stored, why } = await forceReleaseLease(store, name, o.term);
+    report(io, o.json, { released: true, forced: true, ...(why ? { was: why } : {}), ...statusOf(stored, Date.now()) });
+    if (!o.json) io.say(`cleared "${name}": released at term ${stored.record.term}${why ? ` (it was: ${why})` : ""}`);
     return 0;
   } finally {
     await store.close?.();

@@ -4,6 +4,7 @@
  * the target assignment (src/sharding/group-status.ts), from one listing of `<group>/`.
  */
 import { validatePrefix } from "../lease.js";
+import { isUnreadable } from "../listing.js";
 import { openStore } from "../open-store.js";
 import { type GroupStatus, groupStatus } from "../sharding/group-status.js";
 import { configName, validateGroup } from "../sharding/layout.js";
@@ -15,6 +16,8 @@ import {
   formatTable,
   type LeaseStatus,
   statusOf,
+  type UnreadableView,
+  unreadableViewOf,
 } from "./output.js";
 
 export interface StatusOptions {
@@ -35,7 +38,11 @@ export async function statusCommand(o: StatusOptions, io: CliIo): Promise<number
     const now = Date.now();
     if (group !== undefined) {
       const records = [];
-      for await (const stored of store.list(prefix)) records.push(stored);
+      for await (const entry of store.list(prefix)) {
+        // A group's status is judged from the records that read; each one that does not is named.
+        if (isUnreadable(entry)) io.say(`skipped an unreadable record: ${entry.unreadable.message}`);
+        else records.push(entry);
+      }
       const status = groupStatus(group, records, now);
       if (!status) {
         const config = records.find((s) => s.record.name === configName(group));
@@ -50,14 +57,26 @@ export async function statusCommand(o: StatusOptions, io: CliIo): Promise<number
       else for (const line of groupTable(status, now)) io.out(line);
       return 0;
     }
-    const views: LeaseStatus[] = [];
-    for await (const stored of store.list(prefix)) views.push(statusOf(stored, now));
+    // One bad record is a row of its own, never the whole listing's failure.
+    const views: Array<LeaseStatus | UnreadableView> = [];
+    for await (const entry of store.list(prefix)) {
+      views.push(isUnreadable(entry) ? unreadableViewOf(entry) : statusOf(entry, now));
+    }
     if (o.json) {
       io.out(JSON.stringify(views));
     } else if (views.length === 0) {
       io.say(prefix === "" ? "no leases" : `no leases under "${prefix}"`);
     } else {
-      const rows = views.map((v) => [v.name, v.holder ?? "-", String(v.term), describeExpiry(v)]);
+      const rows = views.map((v) =>
+        v.state === "unreadable"
+          ? [
+              v.name,
+              "-",
+              "-",
+              `UNREADABLE: ${v.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ")}`,
+            ]
+          : [v.name, v.holder ?? "-", String(v.term), describeExpiry(v)],
+      );
       for (const line of formatTable(["LEASE", "HOLDER", "TERM", "EXPIRES IN"], rows)) io.out(line);
     }
     return 0;

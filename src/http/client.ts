@@ -145,6 +145,22 @@ export class LeaseholdClient {
     return this.leaseVerb(name, "release", body, signal);
   }
 
+  /**
+   * Clears a record the server cannot read or judge (the token needs the verb `force`): it becomes
+   * released. `term`: for a record the store cannot read, the term the released record carries.
+   * Never retried: the server answers 412 if the record changed meanwhile.
+   */
+  async forceRelease(name: string, body: { term?: number } = {}, signal?: AbortSignal): Promise<LeaseResultView> {
+    const res = await this.send({
+      method: "POST",
+      path: `${LeaseholdClient.leasePath(name)}/force-release`,
+      body,
+      retry: false,
+      signal,
+    });
+    return this.parse(res, LeaseResult);
+  }
+
   /** `null` when the lease never existed. */
   async get(name: string, signal?: AbortSignal): Promise<LeaseView | null> {
     const res = await this.send({ method: "GET", path: LeaseholdClient.leasePath(name), retry: true, signal });

@@ -24,6 +24,8 @@ export const PROBLEM_KINDS = {
   "session-ended": [409, "Member session has ended"],
   "member-in-use": [409, "Member id in use by another process"],
   "bucket-not-held": [409, "Bucket not held at that term"],
+  "not-corrupt": [409, "Record is readable"],
+  "group-full": [409, "Group has its most members"],
   "precondition-failed": [412, "Revision is not current"],
   "payload-too-large": [413, "Request body too large"],
   "unsupported-media-type": [415, "Expected application/json"],

@@ -270,6 +270,19 @@ export const RecordBody = z
   });
 export type RecordWrite = z.infer<typeof RecordBody>;
 
+export const ForceReleaseBody = z
+  .strictObject({
+    term: term(0)
+      .optional()
+      .meta({
+        description: `For a record the store cannot read (whose own term is unknown): the term the released record carries, at least the highest term anything downstream fenced with under this name (0 if nothing fences with it), at most ${MAX_CREATED_TERM}. A record that reads keeps its own term: send none, or that one`,
+      }),
+  })
+  .meta({
+    id: "ForceReleaseRequest",
+    description: "Clear a record this server cannot read or judge: it becomes a released record (holder null)",
+  });
+
 export const ListQuery = z.object({
   prefix: prefixSchema.optional().meta({ description: "Only names starting with this", example: "adapters/" }),
   limit: z.coerce
@@ -310,14 +323,6 @@ export const LeaseResult = z
   .meta({ id: "LeaseResult" });
 export type LeaseResultView = z.infer<typeof LeaseResult>;
 
-export const LeaseList = z
-  .object({
-    leases: z.array(Lease),
-    next: recordName.nullable().meta({ description: "Cursor of the next page, or null on the last" }),
-  })
-  .meta({ id: "LeaseList" });
-export type LeaseListView = z.infer<typeof LeaseList>;
-
 export const FieldError = z
   .object({
     path: z.string().meta({ description: 'The failing field, dotted ("metadata.addr"), or a header name' }),
@@ -331,6 +336,41 @@ export const ProblemKind = z.enum(PROBLEM_KIND_NAMES).meta({
   description:
     "What went wrong: the last part of a problem's type, urn:leasehold:problem:<kind>. A client should expect kinds a newer server adds",
 });
+/**
+ * A stored record this server cannot read (`corrupt`) or cannot judge (`unjudgeable`: it reads,
+ * but what it names cannot be judged), listed in its place with why, so one bad record never fails
+ * a page (docs/security.md). Its name is the store's key, which may predate today's name rule.
+ */
+export const UnreadableLease = z
+  .object({
+    name: z.string().min(1).max(MAX_NAME_LENGTH).meta({ description: "The name the store holds the record under" }),
+    reason: z.enum(["corrupt", "unjudgeable"]).meta({
+      description:
+        "corrupt: the store cannot read the record (not JSON, a missing or mistyped field, foreign data); unjudgeable: it reads, but the server cannot judge whether it is held (it names a session that is not a lease name, or a record that is itself unreadable)",
+    }),
+    detail: z.string().meta({ description: "What is wrong, in words" }),
+    errors: z.array(FieldError).meta({ description: "Each field that is not what leasehold writes" }),
+  })
+  .meta({
+    id: "UnreadableLease",
+    description:
+      "A stored record this server cannot read or judge, listed in its place in name order with why. GET of it answers 500 corrupt; an operator clears it with forceReleaseLease (leasehold release --force)",
+  });
+export type UnreadableLeaseView = z.infer<typeof UnreadableLease>;
+
+export const LeaseList = z
+  .object({
+    leases: z.array(Lease),
+    unreadable: z.array(UnreadableLease).optional().meta({
+      description:
+        "The page's records this server cannot read or judge, each with its name and why; the rest of the page is in `leases`. Sent by every server since leasehold 0.2 (empty when none)",
+    }),
+    next: recordName.nullable().meta({
+      description: "Cursor of the next page (the last name of this page, of either kind), or null on the last",
+    }),
+  })
+  .meta({ id: "LeaseList" });
+export type LeaseListView = z.infer<typeof LeaseList>;
 
 export const Problem = z
   .object({
@@ -351,7 +391,7 @@ export const Problem = z
     }),
     bound: z.string().optional().meta({
       description:
-        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
+        "The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, maxConnectionsPerAddress, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)",
     }),
     freeInMs: z.number().int().min(0).optional().meta({
       description:

@@ -118,7 +118,7 @@ async function listen(options: ServeOptions, host: string, auth: AuthMode): Prom
     s.once("error", reject);
   });
   probe?.start();
-  guardListener(server as Server, bounds.maxConnections);
+  guardListener(server as Server, bounds);
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
@@ -163,10 +163,16 @@ const CLIENT_ERRORS: Record<string, [ProblemKind, string]> = {
 
 /**
  * The listener's own answers: Node's 400/408/431 as problem+json (the `clientError` handler writes
- * them, where Node would write plain text), and past `maxConnections` open connections a new one
- * is answered 503 with Retry-After and closed, instead of being held or dropped unanswered.
+ * them, where Node would write plain text), and past `maxConnections` open connections, or past
+ * `maxConnectionsPerAddress` from one peer address, a new one is answered 503 with Retry-After,
+ * instead of being held or dropped unanswered. Every such answer closes the connection after a
+ * short grace (`answerAndClose`): a client that ignores it keeps neither its slot nor its socket.
  */
-function guardListener(server: Server, maxConnections: number): void {
+function guardListener(
+  server: Server,
+  bounds: Pick<ListenerLimits, "maxConnections" | "maxConnectionsPerAddress">,
+): void {
+  const grace = new AnswerGrace();
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     // As Node itself decides: answer unless a response has begun (then only closing is left).
     const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -175,23 +181,85 @@ function guardListener(server: Server, maxConnections: number): void {
       return;
     }
     const [kind, detail] = CLIENT_ERRORS[error.code ?? ""] ?? ["bad-request", "the request is not valid HTTP/1.1"];
-    socket.end(rawAnswer(new ProblemError(kind, detail)));
+    grace.answerAndClose(socket, rawAnswer(new ProblemError(kind, detail)));
   });
-  let open = 0;
+  const peers = new PeerConnections(bounds);
   server.on("connection", (socket: Socket) => {
-    open++;
-    socket.once("close", () => open--);
-    if (open <= maxConnections) return;
-    socket.end(
-      rawAnswer(
-        new ProblemError(
-          "over-capacity",
-          `this server has ${maxConnections} connections open, the most it serves (maxConnections); retry later`,
-          { bound: "maxConnections", retryAfter: 1 },
-        ),
-      ),
-    );
+    const refusal = peers.admit(socket);
+    if (refusal) grace.answerAndClose(socket, refusal);
   });
+}
+
+/**
+ * Closing a connection the listener answered with an error: it reads nothing more from it, sends
+ * the answer and FIN, and destroys the socket `ANSWER_GRACE_MS` later whatever the client does
+ * (one that ignores a 408 and trickles on would otherwise keep a half-closed socket for good). At
+ * most `MAX_IN_GRACE` sockets wait out their grace at once; past it one is destroyed at once, so a
+ * flood of reconnecting clients cannot hold descriptors through the grace either.
+ */
+class AnswerGrace {
+  static readonly ANSWER_GRACE_MS = 1000;
+  static readonly MAX_IN_GRACE = 1024;
+  private waiting = 0;
+
+  answerAndClose(socket: Socket, answer: string): void {
+    socket.pause();
+    socket.end(answer);
+    if (this.waiting >= AnswerGrace.MAX_IN_GRACE) {
+      socket.destroy();
+      return;
+    }
+    this.waiting++;
+    const timer = setTimeout(() => socket.destroy(), AnswerGrace.ANSWER_GRACE_MS);
+    timer.unref();
+    socket.once("close", () => {
+      clearTimeout(timer);
+      this.waiting--;
+    });
+  }
+}
+
+/**
+ * Open connections, in total and per peer address (an IPv4-mapped IPv6 address counts as its IPv4
+ * one). A connection refused here is answered and closed by the caller and counts towards neither
+ * bound: only connections being served hold a slot.
+ */
+class PeerConnections {
+  private open = 0;
+  private readonly byAddress = new Map<string, number>();
+
+  constructor(private readonly bounds: Pick<ListenerLimits, "maxConnections" | "maxConnectionsPerAddress">) {}
+
+  /** Counts `socket` until it closes, or returns the 503 to answer it with. */
+  admit(socket: Socket): string | undefined {
+    const address = (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+    const mine = this.byAddress.get(address) ?? 0;
+    if (mine >= this.bounds.maxConnectionsPerAddress) {
+      return overConnections(
+        "maxConnectionsPerAddress",
+        `this server has ${mine} connections open from your address, the most it serves one address (maxConnectionsPerAddress); retry later`,
+      );
+    }
+    if (this.open >= this.bounds.maxConnections) {
+      return overConnections(
+        "maxConnections",
+        `this server has ${this.open} connections open, the most it serves (maxConnections); retry later`,
+      );
+    }
+    this.open++;
+    this.byAddress.set(address, mine + 1);
+    socket.once("close", () => {
+      this.open--;
+      const left = (this.byAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.byAddress.delete(address);
+      else this.byAddress.set(address, left);
+    });
+    return undefined;
+  }
+}
+
+function overConnections(bound: "maxConnections" | "maxConnectionsPerAddress", detail: string): string {
+  return rawAnswer(new ProblemError("over-capacity", detail, { bound, retryAfter: 1 }));
 }
 
 export interface StartedServer {

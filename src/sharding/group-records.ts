@@ -15,6 +15,7 @@ import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import type { Emitter } from "../elector/events.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
+import { readable } from "../listing.js";
 import type { BucketInfo, GroupConfig, MemberInfo } from "./layout.js";
 import {
   bucketName,
@@ -189,7 +190,7 @@ export class GroupRecords {
     const abort = new AbortController();
     const collect = (async () => {
       const out: Stored[] = [];
-      for await (const stored of list.call(store, prefix)) out.push(stored);
+      for await (const stored of readable(list.call(store, prefix))) out.push(stored);
       return out;
     })();
     collect.catch(() => undefined);

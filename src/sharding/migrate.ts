@@ -22,6 +22,7 @@ import { type Clock, systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../lease.js";
+import { readable } from "../listing.js";
 import { freeByStamps } from "../tenure.js";
 import {
   bucketMetadata,
@@ -75,7 +76,7 @@ export async function migrateGroup(options: MigrateGroupOptions): Promise<Migrat
   if (!list) throw new LeaseStoreError("migrating a group needs a store that can list", { ambiguous: false });
   const all = async (prefix: string): Promise<Stored[]> => {
     const out: Stored[] = [];
-    for await (const s of list.call(store, prefix)) out.push(s);
+    for await (const s of readable(list.call(store, prefix))) out.push(s);
     return out;
   };
   const refuse = (why: string) => new LeaseStoreError(`${why}; run this again`, { ambiguous: false });

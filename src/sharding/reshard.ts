@@ -21,6 +21,7 @@ import { type Clock, systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import type { LeaseStore, Stored } from "../lease.js";
+import { readable } from "../listing.js";
 import { validateBucketCount } from "./bucket-of.js";
 import {
   bucketIndexOf,
@@ -99,7 +100,7 @@ export async function reshard(options: ReshardOptions): Promise<ReshardResult> {
   const seen = new Set<number>();
   let stamped = 0;
   const records: Stored[] = [];
-  for await (const stored of store.list(bucketsPrefix(group))) records.push(stored);
+  for await (const stored of readable(store.list(bucketsPrefix(group)))) records.push(stored);
   for (const stored of records) {
     const index = bucketIndexOf(group, stored.record.name);
     if (index === undefined) continue;

@@ -4,8 +4,16 @@
  * declared behaviour instead. The safety cases (CAS, one winner of a race, terms) are the same for all.
  */
 import { describe, expect, it } from "vitest";
-import { isLeaseTermRuleError, isLeaseValidationError, type LeaseTermRuleError } from "../errors.js";
+import {
+  isLeaseConflictError,
+  isLeaseCorruptError,
+  isLeaseTermRuleError,
+  isLeaseValidationError,
+  type LeaseCorruptError,
+  type LeaseTermRuleError,
+} from "../errors.js";
 import { type LeaseRecord, type LeaseStore, MAX_HOLDER_LENGTH, MAX_METADATA_BYTES } from "../lease.js";
+import { isUnreadable, type Listed, listedName } from "../listing.js";
 import { readMany } from "../read-many.js";
 import { makeRecord, SAFETY_CASES } from "./safety-cases.js";
 
@@ -34,6 +42,15 @@ export interface StoreContractOptions {
   raceRounds?: number;
   /** Writers in each round of a race. Default 20. */
   raceWriters?: number;
+  /**
+   * Writes under `name`, past the store (as a foreign tool or a bad migration would), a record
+   * leasehold cannot read (not JSON). The suite then checks that `get` reports it, that a listing
+   * yields it in its place and lists the rest, and that it is replaced only by a put expecting
+   * the revision the store reported for it (an operator's `release --force`).
+   */
+  plantUnreadable?: (name: string) => Promise<void>;
+  /** Set with a reason instead, when nothing can put an unreadable record in this store. */
+  cannotHoldUnreadable?: string;
 }
 
 /**
@@ -211,10 +228,60 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
             await expectRejected(listing, isLeaseValidationError, prefix);
           }
           const names: string[] = [];
-          for await (const s of store.list(`${root}/`)) names.push(s.record.name);
+          for await (const s of store.list(`${root}/`)) names.push(listedName(s));
           expect(names).toEqual([`${root}/b`]);
         }
         expect(await store.get(`${root}/b`)).toEqual(target);
+      }),
+    );
+
+    it(
+      options.plantUnreadable
+        ? "a record it cannot read: get throws LeaseCorruptError naming it, a listing yields it in its place and lists the rest, and only a put expecting its reported revision replaces it"
+        : `holds only records it could read, so none is unreadable (${options.cannotHoldUnreadable ?? "no reason given: pass plantUnreadable or cannotHoldUnreadable"})`,
+      withStore(async (store) => {
+        const plant = options.plantUnreadable;
+        if (!plant) {
+          expect(options.cannotHoldUnreadable, "plantUnreadable or cannotHoldUnreadable").toEqual(expect.any(String));
+          return;
+        }
+        const root = uniqueName("unreadable");
+        const [a, b, c] = [`${root}/a`, `${root}/b`, `${root}/c`];
+        const first = await store.put(makeRecord(a), null);
+        await plant(b);
+        const third = await store.put(makeRecord(c), null);
+        const error = await store.get(b).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(isLeaseCorruptError(error), String(error)).toBe(true);
+        expect((error as LeaseCorruptError).lease).toBe(b);
+        expect((error as LeaseCorruptError).issues.length).toBeGreaterThan(0);
+        // A write that does not expect the record's revision never overwrites it.
+        await expectRejected(store.put(makeRecord(b), null), (e) => isLeaseCorruptError(e) || isLeaseConflictError(e));
+        if (store.list) {
+          const listed: Listed[] = [];
+          for await (const entry of store.list(`${root}/`)) listed.push(entry);
+          expect(listed.map(listedName)).toEqual([a, b, c]);
+          expect(listed[0]).toEqual(first);
+          expect(listed[2]).toEqual(third);
+          const entry = listed[1]!;
+          expect(isUnreadable(entry) && isLeaseCorruptError(entry.unreadable)).toBe(true);
+          expect(isUnreadable(entry) && entry.unreadable.lease).toBe(b);
+          // It counts as one entry of a page, so a page of unreadable records is bounded too.
+          const page: string[] = [];
+          for await (const e of store.list(`${root}/`, { limit: 2 })) page.push(listedName(e));
+          expect(page).toEqual([a, b]);
+          const after: string[] = [];
+          for await (const e of store.list(`${root}/`, { startAfter: b })) after.push(listedName(e));
+          expect(after).toEqual([c]);
+        }
+        const revision = (error as LeaseCorruptError).revision;
+        if (revision !== undefined) {
+          const cleared = await store.put(makeRecord(b, { holder: null, term: 7 }), revision);
+          expect(cleared.record).toMatchObject({ name: b, holder: null, term: 7 });
+          expect(await store.get(b)).toEqual(cleared);
+        }
       }),
     );
 
@@ -232,7 +299,7 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
         for (const n of names) await store.put(makeRecord(n), null);
         const list = async (prefix: string, o?: { startAfter?: string; limit?: number }) => {
           const out: string[] = [];
-          for await (const s of store.list!(prefix, o)) out.push(s.record.name);
+          for await (const s of store.list!(prefix, o)) out.push(listedName(s));
           return out;
         };
         expect(await list(`${root}/a/`)).toEqual([`${root}/a/1`, `${root}/a/10`, `${root}/a/2`]);

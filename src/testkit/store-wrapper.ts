@@ -7,13 +7,22 @@
  * `listOf`/`getManyOf`/`watchOf`; a capability is dropped only on purpose (`without`).
  * Runtime-neutral.
  */
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored, StoreLimits } from "../lease.js";
+import type {
+  CallOptions,
+  LeaseRecord,
+  LeaseStore,
+  Listed,
+  ListOptions,
+  Revision,
+  Stored,
+  StoreLimits,
+} from "../lease.js";
 
 /** Optional capabilities a wrapper may deliberately hide (e.g. a chaos profile without push). */
 export type Capability = "list" | "getMany" | "watch" | "limits" | "checkRevision";
 
 export class StoreWrapper implements LeaseStore {
-  readonly list?: (prefix: string, options?: ListOptions) => AsyncIterable<Stored>;
+  readonly list?: (prefix: string, options?: ListOptions) => AsyncIterable<Listed>;
   readonly getMany?: (names: readonly string[], options?: CallOptions) => Promise<Array<Stored | null>>;
   readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
   readonly close?: () => Promise<void>;
@@ -45,7 +54,7 @@ export class StoreWrapper implements LeaseStore {
   }
 
   /** Called for `list` (only when the inner store lists). */
-  protected listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  protected listOf(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     return (this.inner.list as NonNullable<LeaseStore["list"]>).call(this.inner, prefix, options);
   }
 

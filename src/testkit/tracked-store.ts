@@ -2,7 +2,7 @@
  * Wraps a store to count its calls and to know when none is in flight, so a manual-clock test
  * can let real I/O (dynalite, fake-gcs-server, HTTP) finish before moving time on.
  */
-import type { CallOptions, LeaseRecord, ListOptions, Revision, Stored } from "../lease.js";
+import type { CallOptions, LeaseRecord, Listed, ListOptions, Revision, Stored } from "../lease.js";
 import { StoreWrapper } from "./store-wrapper.js";
 
 export interface CallCounts {
@@ -35,7 +35,7 @@ export class TrackedStore extends StoreWrapper {
   }
 
   /** Each page the listing waits for counts as in flight (a store may list by several calls). */
-  protected override listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  protected override listOf(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     this.counts.list++;
     const inner = super.listOf(prefix, options);
     return {

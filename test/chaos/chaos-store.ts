@@ -16,7 +16,7 @@
  */
 import type { ManualClock } from "../../src/clock.js";
 import { LeaseStoreError } from "../../src/errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 import type { Prng } from "./prng.js";
 import type { SimProcess } from "./process.js";
@@ -225,11 +225,11 @@ export class ChaosStore extends StoreWrapper {
   }
 
   /** One request for the whole listing, with the faults of a read (the sharded elector lists every poll). */
-  protected override async *listOf(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  protected override async *listOf(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     const records = await this.answer(
       undefined,
       this.readFlow(async () => {
-        const out: Stored[] = [];
+        const out: Listed[] = [];
         for await (const stored of super.listOf(prefix, options)) out.push(stored);
         return out;
       }),

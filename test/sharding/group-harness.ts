@@ -13,7 +13,7 @@
 
 import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { runSharded } from "../../src/sharding/run-sharded.js";
 import type { AssignedKind, ShardedElector, ShardedElectorOptions } from "../../src/sharding/sharded-elector.js";
 import { checkTermRules } from "../../src/term-rules.js";
@@ -222,7 +222,7 @@ class TermRulesStore implements LeaseStore {
     return this.inner.put(next, expected, options);
   }
 
-  list(prefix: string, options?: ListOptions): AsyncIterable<Stored> {
+  list(prefix: string, options?: ListOptions): AsyncIterable<Listed> {
     return this.inner.list!(prefix, options);
   }
 }

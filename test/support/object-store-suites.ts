@@ -7,13 +7,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { isAmbiguous, LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../../src/errors.js";
-import type { LeaseStore, ListOptions, Stored } from "../../src/lease.js";
+import type { LeaseStore, Listed, ListOptions, Stored } from "../../src/lease.js";
+import { listedName } from "../../src/listing.js";
 import { makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
 import type { ObjectStoreProxy } from "./object-store-proxy.js";
 import { rejection } from "./rejection.js";
 
 type ListingStore = LeaseStore & {
-  list(prefix: string, options?: ListOptions): AsyncIterable<Stored>;
+  list(prefix: string, options?: ListOptions): AsyncIterable<Listed>;
   close?(): Promise<void>;
 };
 
@@ -74,7 +75,7 @@ export function describeObjectStoreRecords(
         await raw.write(`leases/${root}/Upper.json`, "{}");
         const list = async (prefix: string, o?: ListOptions) => {
           const out: string[] = [];
-          for await (const s of store.list(prefix, o)) out.push(s.record.name);
+          for await (const s of store.list(prefix, o)) out.push(listedName(s));
           return out;
         };
         const sorted = [...names].sort();
@@ -96,11 +97,11 @@ export function describeObjectStoreRecords(
           written.push(...(await Promise.all(names.slice(i, i + 23).map((n) => store.put(makeRecord(n), null)))));
         }
         written[5] = await store.put(makeRecord(names[5]!, { renewedAt: 3 }), written[5]!.revision);
-        const out: Stored[] = [];
+        const out: Listed[] = [];
         for await (const s of store.list(`${root}/`)) out.push(s);
         expect(out).toEqual(written);
         const tail: string[] = [];
-        for await (const s of store.list(`${root}/`, { startAfter: names[198]!, limit: 5 })) tail.push(s.record.name);
+        for await (const s of store.list(`${root}/`, { startAfter: names[198]!, limit: 5 })) tail.push(listedName(s));
         expect(tail).toEqual(names.slice(199, 204));
       }),
     );

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { DurableObjectStore } from "../../src/backends/durable-object/store.js";
 import { INDEX_OBJECT } from "../../src/backends/durable-object/wire.js";
 import type { Stored } from "../../src/lease.js";
+import { listedName } from "../../src/listing.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
@@ -43,7 +44,7 @@ describe("durable object store", () => {
     await store.put(makeRecord(`${root}/b`), null);
     await store.put(makeRecord(`${root}/a`), null);
     const names: string[] = [];
-    for await (const s of store.list(`${root}/`)) names.push(s.record.name);
+    for await (const s of store.list(`${root}/`)) names.push(listedName(s));
     expect(names).toEqual([`${root}/a`, `${root}/b`]);
   });
 
@@ -54,7 +55,7 @@ describe("durable object store", () => {
     await Promise.all(names.map((n) => store.put(makeRecord(n), null)));
     const list = async (options?: { startAfter?: string; limit?: number }) => {
       const out: string[] = [];
-      for await (const s of store.list(`${root}/`, options)) out.push(s.record.name);
+      for await (const s of store.list(`${root}/`, options)) out.push(listedName(s));
       return out;
     };
     expect(await list()).toEqual(names);

@@ -58,6 +58,8 @@ export const LISTENER_BOUNDS = {
   requestTimeoutMs: { min: 100, max: 600_000, default: 10_000, unit: "a whole number of milliseconds" },
   keepAliveTimeoutMs: { min: 100, max: 600_000, default: 5000, unit: "a whole number of milliseconds" },
   maxConnections: { min: 1, max: 1_000_000, default: 1024, unit: "a whole number of connections" },
+  // A quarter of maxConnections' default: one noisy host (or one proxy) never takes the whole server.
+  maxConnectionsPerAddress: { min: 1, max: 1_000_000, default: 256, unit: "a whole number of connections" },
 } as const satisfies Record<string, Bounds>;
 export type ListenerLimits = { [K in keyof typeof LISTENER_BOUNDS]: number };
 
@@ -66,6 +68,7 @@ export const LISTENER_VARIABLES = {
   requestTimeoutMs: "LEASEHOLD_REQUEST_TIMEOUT_MS",
   keepAliveTimeoutMs: "LEASEHOLD_KEEP_ALIVE_TIMEOUT_MS",
   maxConnections: "LEASEHOLD_MAX_CONNECTIONS",
+  maxConnectionsPerAddress: "LEASEHOLD_MAX_CONNECTIONS_PER_ADDRESS",
 } as const satisfies Record<keyof ListenerLimits, string>;
 
 const boundFields = {

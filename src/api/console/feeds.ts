@@ -17,14 +17,20 @@
  * read, once per judgement, as the list route does for a page. Runtime-neutral.
  */
 import type { Clock } from "../../clock.js";
+import type { UnreadableLeaseView } from "../../http/schemas.js";
 import type { Stored } from "../../lease.js";
+import { isUnreadable, type Listed, listedName } from "../../listing.js";
 import { configName } from "../../sharding/layout.js";
 import { type BucketState, groupShape } from "../group-records.js";
+import { corruptRow, isJudgementFailure, unjudgeableRow } from "../lease-views.js";
 import { ProblemError } from "../problems.js";
+import { isQuotaRecord } from "../quota-records.js";
 
 export type FeedEvent =
   | { kind: "snapshot" }
   | { kind: "change"; stored: Stored }
+  /** A record the server cannot read (listed so) or judge (what it names): its row replaces the lease's. */
+  | { kind: "unreadable"; row: UnreadableLeaseView }
   | { kind: "removed"; name: string }
   /** A listing finished (changed or not): time-based state (expiry) may be judged again. */
   | { kind: "tick" }
@@ -32,6 +38,12 @@ export type FeedEvent =
 
 export interface FeedView {
   readonly records: ReadonlyMap<string, Stored>;
+  /**
+   * Why each listed name the server cannot read or judge is so: one bad record is a row of its
+   * own, never the whole feed's problem. A `corrupt` one has no record; an `unjudgeable` one keeps
+   * its record in `records`, judged again as the others are.
+   */
+  readonly unreadable: ReadonlyMap<string, UnreadableLeaseView>;
   /** The real state of each listed record held by a session (a bucket by its owner's, a bound lease by its process session's). */
   readonly held: ReadonlyMap<string, BucketState>;
   readonly truncated: boolean;
@@ -43,6 +55,7 @@ interface Feed extends FeedView {
   prefix: string;
   limit: number;
   records: Map<string, Stored>;
+  unreadable: Map<string, UnreadableLeaseView>;
   held: Map<string, BucketState>;
   /** The session records the held records follow (as of the last judgement). */
   sessions: Set<string>;
@@ -58,8 +71,8 @@ interface Feed extends FeedView {
 }
 
 export interface FeedDeps {
-  /** Up to `limit` records under `prefix`, in name order. */
-  list(prefix: string, limit: number): Promise<Stored[]>;
+  /** Up to `limit` records under `prefix`, in name order, an unreadable one in its place. */
+  list(prefix: string, limit: number): Promise<Listed[]>;
   /** Hands a record a listing found changed to the hub (which calls `observe` back). */
   publish(name: string, stored: Stored): void;
   /**
@@ -91,6 +104,7 @@ export class PrefixFeeds {
         prefix,
         limit,
         records: new Map(),
+        unreadable: new Map(),
         held: new Map(),
         sessions: new Set(),
         truncated: false,
@@ -129,9 +143,12 @@ export class PrefixFeeds {
       if (!name.startsWith(feed.prefix)) continue;
       const known = feed.records.get(name);
       if (stored === null) {
-        if (known && feed.records.delete(name)) this.emit(feed, { kind: "removed", name });
+        const listed = feed.unreadable.delete(name);
+        if ((known && feed.records.delete(name)) || listed) this.emit(feed, { kind: "removed", name });
         continue;
       }
+      // It reads now; whether it can be judged is said again by the next judgement.
+      if (feed.unreadable.get(name)?.reason === "corrupt") feed.unreadable.delete(name);
       // Beyond a truncated feed's window: not followed.
       if (!known && feed.truncated) continue;
       if (known?.revision === stored.revision) continue;
@@ -177,11 +194,26 @@ export class PrefixFeeds {
     const seen = new Set<string>();
     for (const [name, stored] of [...feed.records]) {
       if (!judged(name, stored)) continue;
-      const state = await this.deps.heldState(stored, cache);
+      let state: BucketState | undefined;
+      try {
+        state = await this.deps.heldState(stored, cache);
+      } catch (error) {
+        // What it names cannot be judged: its own row, the rest of the feed goes on.
+        if (!isJudgementFailure(error)) throw error;
+        if (feed.records.get(name) !== stored) continue;
+        const row = unjudgeableRow(name, error);
+        if (feed.unreadable.get(name)?.detail !== row.detail) {
+          feed.unreadable.set(name, row);
+          if (!quiet) this.emit(feed, { kind: "unreadable", row });
+        }
+        feed.held.delete(name);
+        continue;
+      }
       if (feed.records.get(name) !== stored) continue; // changed meanwhile: judged again after this
+      const wasUnjudged = feed.unreadable.get(name)?.reason === "unjudgeable" && feed.unreadable.delete(name);
       if (state) seen.add(name);
       const before = feed.held.get(name);
-      if (state?.free === before?.free && state?.expiresAt === before?.expiresAt) continue;
+      if (!wasUnjudged && state?.free === before?.free && state?.expiresAt === before?.expiresAt) continue;
       if (state) feed.held.set(name, state);
       else feed.held.delete(name);
       if (!quiet) this.emit(feed, { kind: "change", stored });
@@ -198,13 +230,20 @@ export class PrefixFeeds {
   private async load(feed: Feed): Promise<void> {
     const listed = await this.deps.list(feed.prefix, feed.limit + 1);
     const truncated = listed.length > feed.limit;
-    const fresh = new Map(listed.slice(0, feed.limit).map((s) => [s.record.name, s]));
+    const fresh = new Map<string, Stored>();
+    const corrupt = new Map<string, UnreadableLeaseView>();
+    for (const entry of listed.slice(0, feed.limit)) {
+      if (isQuotaRecord(listedName(entry))) continue; // the server's own, no caller's
+      if (isUnreadable(entry)) corrupt.set(entry.name, corruptRow(entry));
+      else fresh.set(entry.record.name, entry);
+    }
     if (!feed.loaded || feed.failing || truncated !== feed.truncated) {
       // First listing, recovery after a failure, or a changed window: streams start over from it.
       feed.loaded = true;
       feed.failing = false;
       feed.truncated = truncated;
       feed.records = fresh;
+      feed.unreadable = corrupt;
       feed.held = new Map();
       for (const [name, stored] of fresh) this.deps.publish(name, stored);
       await this.judgeSoon(feed, true);
@@ -214,8 +253,23 @@ export class PrefixFeeds {
     for (const [name, stored] of fresh) {
       if (feed.records.get(name)?.revision !== stored.revision) this.deps.publish(name, stored);
     }
+    for (const [name, row] of corrupt) {
+      if (feed.unreadable.get(name)?.detail === row.detail && !feed.records.has(name)) continue;
+      feed.records.delete(name);
+      feed.held.delete(name);
+      feed.unreadable.set(name, row);
+      this.emit(feed, { kind: "unreadable", row });
+    }
     for (const name of [...feed.records.keys()]) {
-      if (!fresh.has(name) && feed.records.delete(name)) this.emit(feed, { kind: "removed", name });
+      if (!fresh.has(name) && !corrupt.has(name) && feed.records.delete(name)) {
+        feed.unreadable.delete(name);
+        this.emit(feed, { kind: "removed", name });
+      }
+    }
+    for (const [name, row] of [...feed.unreadable]) {
+      if (row.reason === "corrupt" && !corrupt.has(name) && !fresh.has(name) && feed.unreadable.delete(name)) {
+        this.emit(feed, { kind: "removed", name });
+      }
     }
     // Time alone moves a bucket's state (its owner ran out), and an owner outside the prefix is seen only here.
     await this.judgeSoon(feed);

@@ -73,8 +73,10 @@ export function consoleRoutes(secured: boolean) {
       summary: "Follow every lease under a prefix as Server-Sent Events",
       description: [
         'A "snapshot" event with every lease under the prefix (up to the server\'s listing limit), then a "lease" event',
-        'per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be',
-        "read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per",
+        'per change this server makes or sees, "unreadable" when a record turns out to be one the server cannot read or',
+        'judge (its row replaces the lease until a "lease" event for the name), "removed" when a record is gone, and',
+        '"problem" while the store cannot be read.',
+        "Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per",
         "interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume.",
         "Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key.",
         "The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the",
@@ -86,6 +88,7 @@ export function consoleRoutes(secured: boolean) {
         200: eventStream("The snapshot, then changes; keep-alive comments in between", {
           snapshot: "LeaseSnapshot",
           lease: "WatchEvent",
+          unreadable: "UnreadableLease",
           removed: "LeaseRemoved",
           problem: "StreamProblem",
         }),

@@ -9,6 +9,7 @@
 import type { Context } from "hono";
 import { type SSEMessage, streamSSE } from "hono/streaming";
 import type { Clock } from "../../clock.js";
+import type { UnreadableLeaseView } from "../../http/schemas.js";
 import type { LeaseRecord, Stored } from "../../lease.js";
 import { groupStatus } from "../../sharding/group-status.js";
 import { toView } from "../lease-views.js";
@@ -91,11 +92,19 @@ export function watchLeases(c: Context, deps: StreamDeps, prefix: string, limit:
   return serve(c, deps, prefix, limit, (view, wake) => {
     let snapshot = true;
     let problem: string | undefined;
-    const changed = new Map<string, Stored | null>();
+    // The newest of each changed name: its record, its unreadable row, or null (gone).
+    const changed = new Map<string, Stored | UnreadableLeaseView | null>();
     // As GET and a lease's watch report it: a bucket by its owner's session (./feeds.ts).
     const lease = (stored: Stored) => {
       const held = view.held.get(stored.record.name);
       return { lease: toView(stored, held), free: held ? held.free : deps.isFree(stored.record) };
+    };
+    const message = (name: string, entry: Stored | UnreadableLeaseView | null): SSEMessage => {
+      if (entry === null) return { event: "removed", data: JSON.stringify({ name }) };
+      // A record that reads but cannot be judged is sent as its row, as the listing does.
+      const row = "record" in entry ? view.unreadable.get(name) : entry;
+      if (row) return { event: "unreadable", data: JSON.stringify(row) };
+      return { event: "lease", data: JSON.stringify(lease(entry as Stored)) };
     };
     return {
       onEvent(event) {
@@ -106,6 +115,7 @@ export function watchLeases(c: Context, deps: StreamDeps, prefix: string, limit:
           changed.clear();
         } else if (event.kind === "problem") problem = event.detail;
         else if (event.kind === "change") changed.set(event.stored.record.name, event.stored);
+        else if (event.kind === "unreadable") changed.set(event.row.name, event.row);
         else changed.set(event.name, null);
         wake();
       },
@@ -120,17 +130,12 @@ export function watchLeases(c: Context, deps: StreamDeps, prefix: string, limit:
             maxSkewMs: deps.maxSkewMs,
             limit,
             truncated: view.truncated,
-            leases: [...view.records.values()].map(lease),
+            leases: [...view.records.values()].filter((s) => !view.unreadable.has(s.record.name)).map(lease),
+            unreadable: [...view.unreadable.values()],
           };
           out.push({ event: "snapshot", data: JSON.stringify(data) });
         }
-        for (const [name, stored] of changed) {
-          out.push(
-            stored
-              ? { event: "lease", data: JSON.stringify(lease(stored)) }
-              : { event: "removed", data: JSON.stringify({ name }) },
-          );
-        }
+        for (const [name, entry] of changed) out.push(message(name, entry));
         changed.clear();
         if (problem !== undefined) out.push({ event: "problem", data: JSON.stringify({ detail: problem }) });
         problem = undefined;

@@ -4,7 +4,7 @@
  * (./routes.ts) is built from them; the browser client imports only their types.
  */
 import { z } from "zod";
-import { recordName, WatchEvent } from "../../http/schemas.js";
+import { recordName, UnreadableLease, WatchEvent } from "../../http/schemas.js";
 import { MAX_BUCKETS } from "../../sharding/bucket-of.js";
 
 const wall = (description: string) => z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description });
@@ -74,8 +74,15 @@ export const LeaseSnapshot = z
     limit: count("The most leases a stream carries"),
     truncated: z.boolean().meta({ description: "More leases match than `limit`: only the first, in name order" }),
     leases: z.array(WatchEvent),
+    unreadable: z.array(UnreadableLease).meta({
+      description:
+        'The records under the prefix this server cannot read or judge, each with its name and why (a later "lease" event for the name replaces it)',
+    }),
   })
-  .meta({ id: "LeaseSnapshot", description: 'The data of a "snapshot" event: every lease under the prefix' });
+  .meta({
+    id: "LeaseSnapshot",
+    description: 'The data of a "snapshot" event: every lease under the prefix, and those the server cannot read',
+  });
 
 export const LeaseRemoved = z.object({ name: recordName }).meta({ id: "LeaseRemoved" });
 

@@ -5,15 +5,19 @@
  */
 import type { Context } from "hono";
 import { recordRole, validateName, validatePrefix, validateRecordName } from "../../lease.js";
+import { type Listed, listedName } from "../../listing.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import { groupShape } from "../group-records.js";
 import type { LeaseOutcome } from "../lease-service.js";
+import { unreadableProblem } from "../lease-views.js";
 import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
+import { isQuotaRecord, refuseServerName } from "../quota-records.js";
 
+/** The lease name of a route's path, validated: never a protocol record's (`_` segments, 400). */
 export const leaseName = (c: Context) => validateName(c.req.param("name"));
-/** Any record's name (a lease's or a protocol record's): what reads take. */
-export const recordName = (c: Context) => validateRecordName(c.req.param("name"));
+/** Any record's name (a lease's or a protocol record's) but the server's own counts: what reads take. */
+export const recordName = (c: Context) => refuseServerName(validateRecordName(c.req.param("name")));
 /**
  * What the raw PUT takes: a lease, or a process session record (the HTTP store writes its
  * session there); a sharded group's records only through the group routes.
@@ -57,23 +61,38 @@ export function registerLeaseRoutes(app: Api, deps: Deps): void {
     return result(c, await service.release(name, c.req.valid("json"), callerOf(deps, c, name)));
   });
 
+  app.openapi({ ...routes.forceRelease, middleware: [scoped(deps, "force", recordName), wellFormed] }, async (c) => {
+    const name = recordName(c);
+    const { term } = c.req.valid("json");
+    const { stored } = await deps.forceRelease.clear(name, term, callerOf(deps, c, name).by);
+    return c.json({ leader: false, lease: await views.view(stored) }, 200, { ETag: etagOf(stored) });
+  });
+
   app.openapi({ ...routes.get, middleware: [scoped(deps, "read", recordName)] }, async (c) => {
     const name = recordName(c);
     const stored = await service.get(name);
     if (!stored) throw new ProblemError("not-found", `lease "${name}" does not exist`);
-    return c.json(await views.view(stored), 200, { ETag: etagOf(stored) });
+    const row = await views.row(stored);
+    if ("unreadable" in row) throw unreadableProblem(row.unreadable);
+    return c.json(row.lease, 200, { ETag: etagOf(stored) });
   });
 
   app.openapi({ ...routes.list, middleware: [listingScoped(deps, queryPrefix)] }, async (c) => {
     const query = c.req.valid("query");
     const limit = Math.min(query.limit ?? 100, deps.options.listLimit);
-    const found = [];
-    for await (const stored of service.list(query.prefix ?? "", query.cursor, limit + 1)) found.push(stored);
+    const found: Listed[] = [];
+    for await (const entry of service.list(query.prefix ?? "", query.cursor, limit + 1)) found.push(entry);
     const page = found.slice(0, limit);
     // One read per group config and owner for the page's buckets, however many buckets it lists.
+    // A record the server cannot read or judge is a row of its own: the rest of the page is served.
     const cache = new Map();
-    const leases = await Promise.all(page.map((stored) => views.view(stored, cache)));
-    const next = found.length > limit ? (page.at(-1)?.record.name ?? null) : null;
-    return c.json({ leases, next }, 200);
+    // The server's own records (quota counts) are no caller's: never shown, though they count as listed.
+    const shown = page.filter((entry) => !isQuotaRecord(listedName(entry)));
+    const rows = await Promise.all(shown.map((entry) => views.row(entry, cache)));
+    const leases = rows.flatMap((r) => ("lease" in r ? [r.lease] : []));
+    const unreadable = rows.flatMap((r) => ("unreadable" in r ? [r.unreadable] : []));
+    const last = page.at(-1);
+    const next = found.length > limit && last ? listedName(last) : null;
+    return c.json({ leases, unreadable, next }, 200);
   });
 }

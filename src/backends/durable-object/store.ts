@@ -14,8 +14,9 @@
  */
 
 import { LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../lease.js";
 import { parseRecord, validate, validatePrefix, validateRecord, validateRecordName } from "../../lease.js";
+import { settleUnreadable, storedAt } from "../../listing.js";
 import { parseRevision } from "../revision.js";
 import { type DurableObjectStoreOptions, durableObjectOptionsSchema } from "./backend.js";
 import {
@@ -73,7 +74,7 @@ export class DurableObjectStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let startAfter = options.startAfter;
     let remaining = options.limit ?? Number.POSITIVE_INFINITY;
@@ -83,7 +84,8 @@ export class DurableObjectStore implements LeaseStore {
       const response = await this.call(INDEX_OBJECT, `/index?${query}`, { method: "GET" }, {}, false);
       const { names } = (await response.json()) as { names: string[] };
       // One page of records in parallel; each comes from its own object, so each is current.
-      const records = await Promise.all(names.map((n) => this.get(n)));
+      // A record that cannot be read is reported in its place (the rest of the page is served).
+      const records = await Promise.all(names.map((n) => settleUnreadable(this.get(n))));
       for (const stored of records) {
         if (!stored || remaining <= 0) continue;
         remaining--;
@@ -213,5 +215,5 @@ export class DurableObjectStore implements LeaseStore {
 }
 
 function decode(name: string, wire: StoredWire): Stored {
-  return { record: parseRecord(name, wire.record), revision: wire.revision };
+  return storedAt(wire.revision, () => parseRecord(name, wire.record));
 }

@@ -66,6 +66,7 @@ import {
 } from "../../errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
 import {
+  type Listed,
   PROTOCOL_FIELDS,
   parseRecord,
   validate,
@@ -73,6 +74,7 @@ import {
   validateRecord,
   validateRecordName,
 } from "../../lease.js";
+import { orUnreadable, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import {
@@ -214,7 +216,7 @@ export class DynamoDbStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     if (options.startAfter !== undefined) {
       validate("list options", z.object({ startAfter: z.string({ error: "expected a lease name" }) }), options);
@@ -223,7 +225,7 @@ export class DynamoDbStore implements LeaseStore {
     if (limit <= 0) return;
     const matches = await this.scanPrefix(prefix, options.startAfter);
     // Decoded only within the window, so a corrupt item elsewhere does not break this page.
-    for (const { name, item } of matches.slice(0, limit)) yield this.decode(name, item);
+    for (const { name, item } of matches.slice(0, limit)) yield orUnreadable(() => this.decode(name, item));
   }
 
   /** Every item whose key starts with `prefix` (and sorts after `startAfter`), sorted by key. */
@@ -358,11 +360,10 @@ export class DynamoDbStore implements LeaseStore {
       if (RECORD_ATTRIBUTES.includes(attribute)) fields[attribute] = toPlain(attribute, value, issues);
     }
     const rev = item[REV]?.N;
-    if (rev === undefined || !/^[1-9][0-9]{0,15}$/.test(rev)) {
-      issues.push({ path: REV, message: "expected a positive whole number attribute (N)" });
-    }
-    if (issues.length > 0) throw new LeaseCorruptError(name, issues);
-    return { record: parseRecord(name, fields), revision: rev! };
+    const revision = rev !== undefined && /^[1-9][0-9]{0,15}$/.test(rev) ? rev : undefined;
+    if (revision === undefined) issues.push({ path: REV, message: "expected a positive whole number attribute (N)" });
+    if (issues.length > 0) throw new LeaseCorruptError(name, issues, { revision });
+    return storedAt(revision!, () => parseRecord(name, fields));
   }
 
   private failure(operation: string, lease: string, error: unknown, write: boolean): LeaseStoreError {

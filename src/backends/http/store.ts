@@ -19,6 +19,7 @@
 
 import {
   LeaseConflictError,
+  LeaseCorruptError,
   LeaseStillHeldError,
   LeaseStoreError,
   LeaseTermRuleError,
@@ -26,9 +27,10 @@ import {
 } from "../../errors.js";
 import { isLeaseholdApiError } from "../../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../../http/client.js";
-import type { LeaseView } from "../../http/schemas.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import type { LeaseListView, LeaseView } from "../../http/schemas.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../lease.js";
 import { validatePrefix, validateRecord, validateRecordName } from "../../lease.js";
+import { listedName, unreadable } from "../../listing.js";
 
 export type HttpStoreOptions = ClientOptions;
 /** What this store throws beside the contract's errors: the API's holding and term rules. */
@@ -40,6 +42,13 @@ export function fromView(view: LeaseView): Stored {
   if (upstream?.holderDigest !== undefined) record.holderDigest = upstream.holderDigest;
   if (upstream?.successorDigest !== undefined) record.successorDigest = upstream.successorDigest;
   return { record, revision };
+}
+
+/** A page of the API's listing as a store's entries, in name order: its records and, in place, those it cannot read. */
+function listedOf(page: LeaseListView): Listed[] {
+  const entries: Listed[] = page.leases.map(fromView);
+  for (const u of page.unreadable ?? []) entries.push(unreadable(new LeaseCorruptError(u.name, u.errors)));
+  return entries.sort((a, b) => (listedName(a) < listedName(b) ? -1 : listedName(a) > listedName(b) ? 1 : 0));
 }
 
 export class HttpStore implements LeaseStore {
@@ -56,7 +65,7 @@ export class HttpStore implements LeaseStore {
       const view = await this.client.get(name, options?.signal);
       return view ? fromView(view) : null;
     } catch (error) {
-      throw this.mapError(error, `get "${name}"`, false);
+      throw this.mapError(error, `get "${name}"`, false, name);
     }
   }
 
@@ -94,11 +103,25 @@ export class HttpStore implements LeaseStore {
           cause: error,
         });
       }
-      throw this.mapError(error, `put "${name}"`, true);
+      throw this.mapError(error, `put "${name}"`, true, name);
     }
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  /**
+   * The API's clearing of a record it cannot read or judge (`leasehold release --force`; the token
+   * needs the verb `force`): the released record. `term`: for a record the store cannot read.
+   */
+  async forceRelease(name: string, term: number | undefined): Promise<Stored> {
+    validateRecordName(name);
+    try {
+      return fromView((await this.client.forceRelease(name, term === undefined ? {} : { term })).lease);
+    } catch (error) {
+      if (isLeaseholdApiError(error)) throw error; // the API's own words say what to do
+      throw this.mapError(error, `force-release "${name}"`, true, name);
+    }
+  }
+
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let cursor = options.startAfter;
     let left = options.limit ?? Number.POSITIVE_INFINITY;
@@ -113,8 +136,9 @@ export class HttpStore implements LeaseStore {
       } catch (error) {
         throw this.mapError(error, `list "${prefix}"`, false);
       }
-      for (const view of page.leases) yield fromView(view);
-      left -= page.leases.length;
+      const entries = listedOf(page);
+      for (const entry of entries) yield entry;
+      left -= entries.length;
       if (page.next === null) return;
       cursor = page.next;
     }
@@ -141,13 +165,19 @@ export class HttpStore implements LeaseStore {
    * sheds acquisitions and reads first: src/api/admission.ts). 401/403 stay a `LeaseholdApiError`: a missing or wrong token is a configuration error that no
    * retry fixes, not a store outage (the CLI names LEASEHOLD_TOKEN for it).
    */
-  private mapError(error: unknown, what: string, write: boolean): Error {
+  private mapError(error: unknown, what: string, write: boolean, lease?: string): Error {
     if (isLeaseholdApiError(error) && (error.status === 401 || error.status === 403)) return error;
     if (!isLeaseholdApiError(error)) {
       return new LeaseStoreError(`HTTP store ${what}: ${(error as Error).message}`, { ambiguous: write, cause: error });
     }
     if (error.status === 400 && error.problem?.errors) {
       return new LeaseValidationError("lease record", error.problem.errors);
+    }
+    // The API cannot read the record either: the same error a local store gives (never overwritten).
+    if (lease !== undefined && error.problem?.type.endsWith(":corrupt")) {
+      return new LeaseCorruptError(lease, error.problem.errors ?? [{ path: "", message: error.problem.detail }], {
+        cause: error,
+      });
     }
     const refused = (error.status >= 400 && error.status < 500) || error.problem?.type.endsWith(":over-capacity");
     return new LeaseStoreError(`HTTP store ${what}: ${error.message}`, { ambiguous: write && !refused, cause: error });

@@ -4,7 +4,7 @@
  */
 
 import { LeaseConflictError } from "../../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../lease.js";
 import { validatePrefix, validateRecord, validateRecordName } from "../../lease.js";
 import { parseRevision } from "../revision.js";
 
@@ -48,7 +48,7 @@ export class MemoryStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     const names = [...this.entries.keys()]
       .filter((n) => n.startsWith(prefix) && (options.startAfter === undefined || n > options.startAfter))

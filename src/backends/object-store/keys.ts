@@ -4,7 +4,8 @@
  * lists objects in *key* order. Runtime-neutral.
  */
 import { LeaseValidationError } from "../../errors.js";
-import { type ListOptions, type Stored, validateRecordName } from "../../lease.js";
+import { type Listed, type ListOptions, type Stored, validateRecordName } from "../../lease.js";
+import { settleUnreadable } from "../../listing.js";
 
 export const OBJECT_SUFFIX = ".json";
 
@@ -98,13 +99,13 @@ export async function* listInNameOrder(
   prefix: string,
   options: ListOptions,
   read: (name: string) => Promise<Stored | null>,
-): AsyncIterable<Stored> {
+): AsyncIterable<Listed> {
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   if (limit <= 0) return;
   const startAfter = options.startAfter ?? "";
-  const order = new NameOrder<Promise<Stored | null>>();
+  const order = new NameOrder<Promise<Listed | null>>();
   let yielded = 0;
-  const emit = async function* (entries: Array<Promise<Stored | null>>) {
+  const emit = async function* (entries: Array<Promise<Listed | null>>) {
     for (const entry of entries) {
       const stored = await entry;
       if (stored === null) continue;
@@ -115,7 +116,8 @@ export async function* listInNameOrder(
   for await (const key of keys) {
     const name = leaseNameOfKey(storePrefix, key);
     if (name === null || !name.startsWith(prefix) || name <= startAfter) continue;
-    const pending = read(name);
+    // A record that cannot be read is reported in its place; any other failure ends the listing.
+    const pending = settleUnreadable(read(name));
     pending.catch(() => {}); // observed when emitted
     yield* emit(order.add(name, key.slice(storePrefix.length), pending));
     if (yielded >= limit) return;

@@ -34,8 +34,9 @@ import {
   LeaseStoreError,
   StoreContractError,
 } from "../../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../lease.js";
 import { parseRecord, validatePrefix, validateRecord, validateRecordName } from "../../lease.js";
+import { storedAt } from "../../listing.js";
 import { DEFAULT_OBJECT_PREFIX } from "./fields.js";
 import { listInNameOrder, listStartKey, objectKey } from "./keys.js";
 import { readWithOneRetryOnReset, writeRefused } from "./request-outcome.js";
@@ -148,7 +149,7 @@ export class ObjectStore implements LeaseStore {
     this.service.parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     const start = listStartKey(this.prefix, prefix, options.startAfter);
     const keys = this.wrapListing(this.prefix + prefix, start);
@@ -167,7 +168,7 @@ export class ObjectStore implements LeaseStore {
     return readWithOneRetryOnReset(async () => {
       const key = objectKey(this.prefix, name);
       const version = await this.readObject(key, signal);
-      return version === null ? null : { record: parseRecord(name, version.body), revision: version.revision };
+      return version === null ? null : storedAt(version.revision, () => parseRecord(name, version.body));
     }, signal);
   }
 

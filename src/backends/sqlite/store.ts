@@ -21,6 +21,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../../errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
 import {
+  type Listed,
   parseRecord,
   prefixUpperBound,
   validate,
@@ -28,6 +29,7 @@ import {
   validateRecord,
   validateRecordName,
 } from "../../lease.js";
+import { orUnreadable, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import { type SqliteBaseline, type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
@@ -139,7 +141,7 @@ export class SqliteStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let after = options.startAfter ?? "";
     let left = options.limit ?? Number.POSITIVE_INFINITY;
@@ -147,7 +149,7 @@ export class SqliteStore implements LeaseStore {
       const rows = this.run(() =>
         this.statements.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)),
       );
-      for (const row of rows) yield toStored(row);
+      for (const row of rows) yield orUnreadable(() => toStored(row));
       if (rows.length < Math.min(PAGE, left)) return;
       left -= rows.length;
       after = rows[rows.length - 1]?.name ?? after;
@@ -185,5 +187,5 @@ function toStored(row: Row): Stored {
       { path: "rev", message: `expected a positive integer revision, got ${JSON.stringify(rev)}` },
     ]);
   }
-  return { record: parseRecord(row.name, row.record), revision: String(rev) };
+  return storedAt(String(rev), () => parseRecord(row.name, row.record));
 }

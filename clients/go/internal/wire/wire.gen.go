@@ -313,6 +313,24 @@ func (e TermEnd3Kind) Valid() bool {
 	}
 }
 
+// Defines values for UnreadableLeaseReason.
+const (
+	UnreadableLeaseReasonCorrupt     UnreadableLeaseReason = "corrupt"
+	UnreadableLeaseReasonUnjudgeable UnreadableLeaseReason = "unjudgeable"
+)
+
+// Valid indicates whether the value is a known member of the UnreadableLeaseReason enum.
+func (e UnreadableLeaseReason) Valid() bool {
+	switch e {
+	case UnreadableLeaseReasonCorrupt:
+		return true
+	case UnreadableLeaseReasonUnjudgeable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PutLeaseParamsIfNoneMatch.
 const (
 	Asterisk PutLeaseParamsIfNoneMatch = "*"
@@ -368,6 +386,12 @@ type FieldError struct {
 
 	// Path The failing field, dotted ("metadata.addr"), or a header name
 	Path string `json:"path"`
+}
+
+// ForceReleaseRequest Clear a record this server cannot read or judge: it becomes a released record (holder null)
+type ForceReleaseRequest struct {
+	// Term For a record the store cannot read (whose own term is unknown): the term the released record carries, at least the highest term anything downstream fenced with under this name (0 if nothing fences with it), at most 4503599627370496. A record that reads keeps its own term: send none, or that one
+	Term *int `json:"term,omitempty"`
 }
 
 // GroupStatus A sharded group as `leasehold status --group` reads it
@@ -650,8 +674,11 @@ type LeaseHistory struct {
 type LeaseList struct {
 	Leases []Lease `json:"leases"`
 
-	// Next Cursor of the next page, or null on the last
+	// Next Cursor of the next page (the last name of this page, of either kind), or null on the last
 	Next *string `json:"next"`
+
+	// Unreadable The page's records this server cannot read or judge, each with its name and why; the rest of the page is in `leases`. Sent by every server since leasehold 0.2 (empty when none)
+	Unreadable *[]UnreadableLease `json:"unreadable,omitempty"`
 }
 
 // LeaseRemoved defines model for LeaseRemoved.
@@ -669,7 +696,7 @@ type LeaseResult struct {
 	Lease Lease `json:"lease"`
 }
 
-// LeaseSnapshot The data of a "snapshot" event: every lease under the prefix
+// LeaseSnapshot The data of a "snapshot" event: every lease under the prefix, and those the server cannot read
 type LeaseSnapshot struct {
 	Leases []WatchEvent `json:"leases"`
 
@@ -685,6 +712,9 @@ type LeaseSnapshot struct {
 
 	// Truncated More leases match than `limit`: only the first, in name order
 	Truncated bool `json:"truncated"`
+
+	// Unreadable The records under the prefix this server cannot read or judge, each with its name and why (a later "lease" event for the name replaces it)
+	Unreadable []UnreadableLease `json:"unreadable"`
 }
 
 // LeaveRequest All work of this session has stopped: end the session, freeing every bucket it held
@@ -710,7 +740,7 @@ type MemberLeft struct {
 
 // Problem RFC 9457 problem details; `lease` is the current record (409, 412; only for a token that may read it), `errors` each failing field (400)
 type Problem struct {
-	// Bound The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)
+	// Bound The bound a refused request is over (429 over-limit, 503 over-capacity): watchStreamsPerToken, watchStreams, recordsPerPrefix, createsPerMinute, maxConnections, maxConnectionsPerAddress, inFlight (requests in flight, a share reserved for current holders' renewals) or lateMs (the server is late: only current holders' renewals and member heartbeats are served)
 	Bound  *string `json:"bound,omitempty"`
 	Detail string  `json:"detail"`
 
@@ -853,6 +883,24 @@ type TermEnd3 struct {
 // TermEnd3Kind defines model for TermEnd.3.Kind.
 type TermEnd3Kind string
 
+// UnreadableLease A stored record this server cannot read or judge, listed in its place in name order with why. GET of it answers 500 corrupt; an operator clears it with forceReleaseLease (leasehold release --force)
+type UnreadableLease struct {
+	// Detail What is wrong, in words
+	Detail string `json:"detail"`
+
+	// Errors Each field that is not what leasehold writes
+	Errors []FieldError `json:"errors"`
+
+	// Name The name the store holds the record under
+	Name string `json:"name"`
+
+	// Reason corrupt: the store cannot read the record (not JSON, a missing or mistyped field, foreign data); unjudgeable: it reads, but the server cannot judge whether it is held (it names a session that is not a lease name, or a record that is itself unreadable)
+	Reason UnreadableLeaseReason `json:"reason"`
+}
+
+// UnreadableLeaseReason corrupt: the store cannot read the record (not JSON, a missing or mistyped field, foreign data); unjudgeable: it reads, but the server cannot judge whether it is held (it names a session that is not a lease name, or a record that is itself unreadable)
+type UnreadableLeaseReason string
+
 // UpstreamProof Set only by another leasehold API that keeps its leases here through the HTTP store: its own instance proofs, stored and shown back unchanged; this server never judges by them
 type UpstreamProof struct {
 	// HolderDigest The API above's holder proof (a digest)
@@ -925,6 +973,9 @@ type PutLeaseJSONRequestBody = RecordWrite
 
 // AcquireLeaseJSONRequestBody defines body for AcquireLease for application/json ContentType.
 type AcquireLeaseJSONRequestBody = AcquireRequest
+
+// ForceReleaseLeaseJSONRequestBody defines body for ForceReleaseLease for application/json ContentType.
+type ForceReleaseLeaseJSONRequestBody = ForceReleaseRequest
 
 // ReleaseLeaseJSONRequestBody defines body for ReleaseLease for application/json ContentType.
 type ReleaseLeaseJSONRequestBody = HolderTermRequest
@@ -1250,6 +1301,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/leases/{name}/acquire (the `AcquireLease` operationId).
 	AcquireLease(ctx context.Context, name string, body AcquireLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ForceReleaseLeaseWithBody Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+	//
+	// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+	ForceReleaseLeaseWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForceReleaseLease Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+	//
+	// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+	ForceReleaseLease(ctx context.Context, name string, body ForceReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// LeaseHistory The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
 	//
 	// Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
@@ -1290,7 +1359,7 @@ type ClientInterface interface {
 
 	// WatchLeases Follow every lease under a prefix as Server-Sent Events
 	//
-	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "unreadable" when a record turns out to be one the server cannot read or judge (its row replaces the lease until a "lease" event for the name), "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
 	//
 	// Corresponds with GET /v1/watch (the `WatchLeases` operationId).
 	WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1626,6 +1695,44 @@ func (c *Client) AcquireLease(ctx context.Context, name string, body AcquireLeas
 	return c.Client.Do(req)
 }
 
+// ForceReleaseLeaseWithBody Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+//
+// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+func (c *Client) ForceReleaseLeaseWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForceReleaseLeaseRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForceReleaseLease Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+//
+// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+func (c *Client) ForceReleaseLease(ctx context.Context, name string, body ForceReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForceReleaseLeaseRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // LeaseHistory The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
 //
 // Corresponds with GET /v1/leases/{name}/history (the `LeaseHistory` operationId).
@@ -1726,7 +1833,7 @@ func (c *Client) WatchLease(ctx context.Context, name string, params *WatchLease
 
 // WatchLeases Follow every lease under a prefix as Server-Sent Events
 //
-// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "unreadable" when a record turns out to be one the server cannot read or judge (its row replaces the lease until a "lease" event for the name), "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
 //
 // Corresponds with GET /v1/watch (the `WatchLeases` operationId).
 func (c *Client) WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2367,6 +2474,53 @@ func NewAcquireLeaseRequestWithBody(server string, name string, contentType stri
 	return req, nil
 }
 
+// NewForceReleaseLeaseRequest calls the generic ForceReleaseLease builder with application/json body
+func NewForceReleaseLeaseRequest(server string, name string, body ForceReleaseLeaseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewForceReleaseLeaseRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewForceReleaseLeaseRequestWithBody constructs an http.Request for the ForceReleaseLease method, with any body, and a specified content type
+func NewForceReleaseLeaseRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/%s/force-release", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewLeaseHistoryRequest constructs an http.Request for the LeaseHistory method
 func NewLeaseHistoryRequest(server string, name string) (*http.Request, error) {
 	var err error
@@ -2792,6 +2946,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/leases/{name}/acquire (the `AcquireLease` operationId).
 	AcquireLeaseWithResponse(ctx context.Context, name string, body AcquireLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLeaseResponse, error)
 
+	// ForceReleaseLeaseWithBodyWithResponse Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+	//
+	// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+	ForceReleaseLeaseWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForceReleaseLeaseResponse, error)
+
+	// ForceReleaseLeaseWithResponse Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+	//
+	// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+	ForceReleaseLeaseWithResponse(ctx context.Context, name string, body ForceReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ForceReleaseLeaseResponse, error)
+
 	// LeaseHistoryWithResponse The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2836,7 +3008,7 @@ type ClientWithResponsesInterface interface {
 
 	// WatchLeasesWithResponse Follow every lease under a prefix as Server-Sent Events
 	//
-	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+	// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "unreadable" when a record turns out to be one the server cannot read or judge (its row replaces the lease until a "lease" event for the name), "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4110,6 +4282,138 @@ func (r AcquireLeaseResponse) ContentType() string {
 	return ""
 }
 
+// ForceReleaseLeaseResponse200Headers the declared response headers of an HTTP 200 response for ForceReleaseLease
+type ForceReleaseLeaseResponse200Headers struct {
+	ETag string
+}
+
+// ForceReleaseLeaseResponse401Headers the declared response headers of an HTTP 401 response for ForceReleaseLease
+type ForceReleaseLeaseResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ForceReleaseLeaseResponse503Headers the declared response headers of an HTTP 503 response for ForceReleaseLease
+type ForceReleaseLeaseResponse503Headers struct {
+	RetryAfter int
+}
+
+type ForceReleaseLeaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ForceReleaseLeaseResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ForceReleaseLeaseResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ForceReleaseLeaseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ForceReleaseLeaseResponse) GetJSON200() *LeaseResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON412() *Problem {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ForceReleaseLeaseResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ForceReleaseLeaseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForceReleaseLeaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForceReleaseLeaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForceReleaseLeaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // LeaseHistoryResponse401Headers the declared response headers of an HTTP 401 response for LeaseHistory
 type LeaseHistoryResponse401Headers struct {
 	WWWAuthenticate string
@@ -4928,6 +5232,36 @@ func (c *ClientWithResponses) AcquireLeaseWithResponse(ctx context.Context, name
 	return ParseAcquireLeaseResponse(rsp)
 }
 
+// ForceReleaseLeaseWithBodyWithResponse Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+//
+// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+func (c *ClientWithResponses) ForceReleaseLeaseWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForceReleaseLeaseResponse, error) {
+	rsp, err := c.ForceReleaseLeaseWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForceReleaseLeaseResponse(rsp)
+}
+
+// ForceReleaseLeaseWithResponse Clear a stored record this server cannot read or judge (the token needs the verb force): it becomes released
+//
+// What `leasehold release --force NAME` sends. A record that reads but cannot be judged keeps its term and loses its metadata; a record the store cannot read is replaced, at the revision the store reported for it, by a released record at the `term` the request names. Logged with the token's name and what was wrong. A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{name}/force-release (the `ForceReleaseLease` operationId).
+func (c *ClientWithResponses) ForceReleaseLeaseWithResponse(ctx context.Context, name string, body ForceReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ForceReleaseLeaseResponse, error) {
+	rsp, err := c.ForceReleaseLease(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForceReleaseLeaseResponse(rsp)
+}
+
 // LeaseHistoryWithResponse The terms this server has seen of one lease and what ended each (in its memory: a restart forgets them)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5008,7 +5342,7 @@ func (c *ClientWithResponses) WatchLeaseWithResponse(ctx context.Context, name s
 
 // WatchLeasesWithResponse Follow every lease under a prefix as Server-Sent Events
 //
-// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
+// A "snapshot" event with every lease under the prefix (up to the server's listing limit), then a "lease" event per change this server makes or sees, "unreadable" when a record turns out to be one the server cannot read or judge (its row replaces the lease until a "lease" event for the name), "removed" when a record is gone, and "problem" while the store cannot be read. Changes made elsewhere arrive within the server's watch poll interval (one listing per prefix per interval, shared by every stream). A reconnecting client gets a fresh snapshot: there is nothing to resume. Records are as GET shows them: a bucket of a sharded group in its owner's session's state, no reserved key. The token needs `read` over every name the prefix lists, as for listLeases; the stream counts towards the watch streams' bounds (429 per token, 503 per server).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6154,6 +6488,135 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcquireLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseForceReleaseLeaseResponse parses an HTTP response from a ForceReleaseLeaseWithResponse call
+func ParseForceReleaseLeaseResponse(rsp *http.Response) (*ForceReleaseLeaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForceReleaseLeaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ForceReleaseLeaseResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ForceReleaseLeaseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ForceReleaseLeaseResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

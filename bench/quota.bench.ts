@@ -1,0 +1,209 @@
+/**
+ * The cost of a create refused at `recordsPerPrefix` against a read (issue #30, item 4), through
+ * the API in process (`app.request`: the server's work, no sockets) on a SQLite file holding
+ * 2,000 or 10,000 records under one token's prefix, the bound set to exactly that many:
+ * - before: the code at the issue's commit (BEFORE_COMMIT), whose refusal recounts the prefix by
+ *   listing it (its source is taken from git into bench/.before/, which git ignores);
+ * - after: this code, whose count is kept in the store and believed for a minute once at the bound.
+ * Reads and refused creates alternate call by call, so a change in machine load meets both.
+ */
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import type { TokenScope } from "../src/api/auth.js";
+import { instanceDigest } from "../src/api/instance.js";
+import { quotaOwner, quotaRecord, quotaRecordName } from "../src/api/quota-records.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
+import type { LeaseStore } from "../src/lease.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
+import { benchRecord, machineLoad, QUICK, tempDir } from "./support/common.js";
+import { median, quantile, type Table } from "./table.js";
+
+/** The commit issue #30's reproductions ran against. */
+const BEFORE_COMMIT = "1f85336";
+const SIZES = [2000, 10_000];
+const TOKEN: TokenScope = {
+  name: "team",
+  token: "team-token-0123456789abcdef",
+  prefixes: ["team/"],
+  verbs: ["read", "write"],
+};
+const INSTANCE = "bench-instance-0123456789";
+
+interface App {
+  request(path: string, init: RequestInit): Response | Promise<Response>;
+}
+type CreateApp = (options: {
+  store: LeaseStore;
+  auth: { tokens: TokenScope[] };
+  limits: { recordsPerPrefix: number; createsPerMinute: number };
+}) => App;
+
+/** createApp of the code before, from git (undefined when this clone lacks the commit). */
+async function beforeApp(): Promise<CreateApp | undefined> {
+  const root = join(import.meta.dirname, "..");
+  const dir = join(import.meta.dirname, ".before", BEFORE_COMMIT);
+  if (!existsSync(join(dir, "src/api/app.ts"))) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      const archive = execFileSync("git", ["archive", BEFORE_COMMIT, "src"], { cwd: root, maxBuffer: 1 << 28 });
+      execFileSync("tar", ["-x", "-C", dir], { input: archive });
+    } catch {
+      return undefined;
+    }
+  }
+  // The console's bundle is generated, not committed: any will do for a server that is not asked for it.
+  copyFileSync(join(root, "src/api/console/assets.gen.ts"), join(dir, "src/api/console/assets.gen.ts"));
+  return ((await import(join(dir, "src/api/app.ts"))) as { createApp: CreateApp }).createApp;
+}
+
+/**
+ * A SQLite file with `n` records under team/, written past the store (one transaction): released
+ * ones, and team/held, held by the bench's instance.
+ */
+async function seed(path: string, n: number): Promise<void> {
+  await new SqliteStore({ path }).close();
+  const db = new Database(path);
+  const insert = db.prepare("INSERT INTO leases (name, rev, record) VALUES (?, 1, ?)");
+  const held = { ...benchRecord("team/held"), holder: "h", holderDigest: await instanceDigest(INSTANCE) };
+  db.transaction(() => {
+    for (let i = 0; i < n - 1; i++) {
+      const name = `team/r${String(i).padStart(6, "0")}`;
+      insert.run(name, JSON.stringify({ ...benchRecord(name), holder: null }));
+    }
+    insert.run("team/held", JSON.stringify(held));
+  })();
+  db.close();
+}
+
+/** Store calls of one request, as "get/put/list". */
+async function storeCalls(tracked: TrackedStore, call: () => Promise<void>): Promise<string> {
+  tracked.resetCounts();
+  await call();
+  const c = tracked.counts;
+  return `${c.get}/${c.put}/${c.list}`;
+}
+
+interface Calls {
+  read: () => Promise<void>;
+  create: () => Promise<void>;
+  renew: () => Promise<void>;
+}
+
+/** Reads, refused creates and renewals, alternating; per-call milliseconds of each. */
+async function measure(calls: Calls, n: number): Promise<Record<keyof Calls, number[]>> {
+  const kinds = ["read", "create", "renew"] as const;
+  for (let i = 0; i < 3; i++) for (const k of kinds) await calls[k]();
+  const out = { read: [] as number[], create: [] as number[], renew: [] as number[] };
+  for (let i = 0; i < n; i++) {
+    for (const k of kinds) {
+      const t0 = performance.now();
+      await calls[k]();
+      out[k].push(performance.now() - t0);
+    }
+  }
+  return out;
+}
+
+/** A read of one lease and a create past the bound, through `app`. */
+function callsOf(app: App): Calls {
+  const headers = { Authorization: `Bearer ${TOKEN.token}`, "Content-Type": "application/json" };
+  const read = async () => {
+    const res = await app.request("/v1/leases/team%2Fr000001", { headers });
+    if (res.status !== 200) throw new Error(`GET answered ${res.status}`);
+    await res.arrayBuffer();
+  };
+  let seq = 0;
+  const create = async () => {
+    const res = await app.request(`/v1/leases/team%2Fnew-${seq++}/acquire`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ holder: "h", instance: INSTANCE, leaseMs: 60_000 }),
+    });
+    if (res.status !== 429) throw new Error(`a create past the bound answered ${res.status}`);
+    await res.arrayBuffer();
+  };
+  // The holder of team/held acquiring it again: a renewal, one read and one write.
+  const renew = async () => {
+    const res = await app.request("/v1/leases/team%2Fheld/acquire", {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ holder: "h", instance: INSTANCE, leaseMs: 60_000 }),
+    });
+    if (res.status !== 200) throw new Error(`a renewal answered ${res.status}`);
+    await res.arrayBuffer();
+  };
+  return { read, create, renew };
+}
+
+export async function run(): Promise<Table[]> {
+  const { createApp } = await import("../src/api/app.js");
+  const before = await beforeApp();
+  const tmp = tempDir("quota");
+  const rows: Table["rows"] = [];
+  const loads: string[] = [];
+  try {
+    for (const n of SIZES) {
+      for (const [label, create, calls] of [
+        [`before (${BEFORE_COMMIT}): a recount by listing`, before, QUICK ? 10 : n > 5000 ? 50 : 100],
+        ["after: a count kept in the store", createApp as unknown as CreateApp, QUICK ? 50 : 500],
+      ] as const) {
+        if (!create) {
+          rows.push([n, label, "not measured: this clone lacks the commit", "", "", "", "", "", ""]);
+          continue;
+        }
+        const path = tmp.path(`${label.slice(0, 5)}-${n}.db`);
+        await seed(path, n);
+        const sqlite = new SqliteStore({ path });
+        const store = new TrackedStore(sqlite);
+        // The count the store keeps for the token's prefix, at the bound as the seeded records are.
+        const owner = await quotaOwner(TOKEN);
+        const name = await quotaRecordName(owner, "team/");
+        await store.put(quotaRecord(name, n, owner, "team/", Date.now()), null);
+        const app = create({
+          store,
+          auth: { tokens: [TOKEN] },
+          limits: { recordsPerPrefix: n, createsPerMinute: 1_000_000 },
+        });
+        const requests = callsOf(app);
+        const { read, create: refused, renew } = await measure(requests, calls);
+        const readCalls = await storeCalls(store, requests.read);
+        const refusedCalls = await storeCalls(store, requests.create);
+        loads.push(machineLoad());
+        rows.push([
+          n,
+          label,
+          calls,
+          `${median(read).toFixed(2)} / ${quantile(read, 0.99).toFixed(2)}`,
+          `${median(refused).toFixed(2)} / ${quantile(refused, 0.99).toFixed(2)}`,
+          `${median(renew).toFixed(2)} / ${quantile(renew, 0.99).toFixed(2)}`,
+          `${(median(refused) / median(read)).toFixed(1)}x`,
+          `${readCalls} / ${refusedCalls}`,
+          loads.at(-1)!,
+        ]);
+        await sqlite.close();
+      }
+    }
+  } finally {
+    tmp.remove();
+  }
+  return [
+    {
+      title: "A create refused at recordsPerPrefix against a read (SQLite, in process)",
+      note: `Per request through createApp's app.request (no sockets): GET of a lease, an acquire of a new name past the bound, and the holder's acquire of its own lease (a renewal: one read, one write), alternating; the prefix holds exactly the bound in records. Before: the code at ${BEFORE_COMMIT}. ms, median / p99.`,
+      columns: [
+        "records",
+        "code",
+        "calls",
+        "read ms",
+        "refused create ms",
+        "renewal ms",
+        "refused / read",
+        "store get/put/list: read / refused",
+        "load",
+      ],
+      rows,
+    },
+  ];
+}
