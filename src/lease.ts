@@ -317,6 +317,12 @@ export interface StoreLimits {
   minWriteIntervalMs?: number;
   /** Why, for the message: "GCS allows about one write per second to one object". */
   reason?: string;
+  /**
+   * false: an API over this store keeps none of its own records in it (quota counts). The HTTP
+   * store's: the API behind it keeps its own, refuses another server's, and counts this server's
+   * creates against this server's token.
+   */
+  serverRecords?: false;
 }
 
 /** The elector settings `limits` refuse, as field issues (none when they fit). */

@@ -68,7 +68,7 @@ describe.concurrent("usage errors: one line on stderr, exit 2", () => {
     [["run", "--lease", "a"], "missing required argument 'command'"],
     [["run", "--lease", "a", "--lease-ms", "soon", "--", "true"], "expected a whole number of milliseconds"],
     [["status", "--bogus"], "unknown option '--bogus'"],
-    [["release", "a", "--holder", "x"], "required option '--term <n>' not specified"],
+    [["release", "a", "--holder", "x"], "--term: expected --holder and --term"],
     [["release", "a", "--holder", "x", "--term", "-1"], "expected a whole number"],
   ])("%j", async (args, message) => {
     const result = await quick.run(args);
@@ -491,7 +491,7 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(url).not.toContain(":8787");
     expect(line).toBe(
-      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write+cas on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200, inFlight 512, reservedInFlight 128, lateMs 1000`,
+      `leasehold: API on ${url}; store sqlite:${path} (LEASEHOLD_DB); auth: 1 token (ci: read+write+cas on "jobs/"); maxSkewMs 5000, watchPollMs 300, heartbeatMs 200, storeTimeoutMs 2000, inFlight 512, reservedInFlight 128, lateMs 1000`,
     );
     expect(cli.stderr()).not.toContain(SERVE_TOKEN);
     // LEASEHOLD_TOKENS: a token is required, and the lease lands in LEASEHOLD_DB.
@@ -556,7 +556,8 @@ describe.runIf(nodeRuntime)("serve reads the variables npm start reads", () => {
         LEASEHOLD_TOKEN: SERVE_TOKEN,
       });
       expect(line).toContain(`store ${api.url}/;`);
-      expect((await acquire(url, "jobs/proxied")).status).toBe(200);
+      const proxiedAcquire = await acquire(url, "jobs/proxied");
+      expect(proxiedAcquire.status, await proxiedAcquire.clone().text()).toBe(200);
       expect((await backing.get("jobs/proxied"))?.record).toMatchObject({ holder: "h" });
       await stop(cli);
     } finally {

@@ -30,8 +30,8 @@ const M2 = "member2-token-0123456789abcdef";
 const tokens: TokenScope[] = [
   { name: "admin", token: ADMIN, prefixes: [""], verbs: ["read", "write", "cas"] },
   { name: "team", token: TEAM, prefixes: ["team/"], verbs: ["read", "write", "cas"] },
-  { name: "m1", token: MEMBER, prefixes: ["g/members/m1"], verbs: ["read", "write", "cas"] },
-  { name: "m2", token: M2, prefixes: ["g/members/m2"], verbs: ["read", "write"] },
+  { name: "m1", token: MEMBER, prefixes: ["g/_members/m1", "g/members/m1"], verbs: ["read", "write", "cas"] },
+  { name: "m2", token: M2, prefixes: ["g/_members/m2"], verbs: ["read", "write"] },
 ];
 const instance = "instance-0123456789abcdef";
 
@@ -188,7 +188,7 @@ describe("a heartbeat lists only the group's own records", () => {
     return tracked;
   }
 
-  it("what lies below a member's or bucket's record is never read, and no plain lease is created there", async () => {
+  it("a heartbeat reads only the group's own records; no plain lease lands among them", async () => {
     backend = await sqliteBackend();
     const store = countingListings(backend.store);
     const s = api(store, 100_000);
@@ -199,22 +199,22 @@ describe("a heartbeat lists only the group's own records", () => {
         buckets: 4,
       });
     expect((await heartbeat("m1", MEMBER)).status).toBe(200);
-    // The group exists: a plain create below its records is refused, whatever the token.
+    // A group's records live under reserved `_` segments: no lease name lies below them, whatever the token.
     for (const token of [MEMBER, ADMIN]) {
-      const r = await s.acquire("g/members/m1/junk", token);
-      expect(r.status).toBe(409);
-      expect(r.body).toMatchObject({ type: "urn:leasehold:problem:group-record", group: "g" });
+      const r = await s.acquire("g/_members/m1/junk", token);
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ type: "urn:leasehold:problem:validation" });
     }
     const put = await s.call(
       "PUT",
-      LeaseholdClient.leasePath("g/buckets/0/junk"),
+      LeaseholdClient.leasePath("g/_buckets/0/junk"),
       ADMIN,
       { holder: "h", term: 1, leaseMs: 1000, metadata: {}, writeId: "w", acquiredAt: 0 },
       { "If-None-Match": "*", "Leasehold-Instance": instance },
     );
-    expect(put.status).toBe(409);
-    expect(put.body).toMatchObject({ type: "urn:leasehold:problem:group-record", group: "g" });
-    // What an older server let a member-scoped token create there: 2,000 records below m1 and bucket 0.
+    expect(put.status).toBe(400);
+    // Plain leases beside the group (what an older server let a member-scoped token create below
+    // its member record): 2,000 of them, never read by a heartbeat.
     for (let i = 0; i < 1000; i++) {
       await backend.store.put(makeRecord(`g/members/m1/junk-${i}`), null);
       await backend.store.put(makeRecord(`g/buckets/0/junk-${i}`), null);
@@ -224,8 +224,8 @@ describe("a heartbeat lists only the group's own records", () => {
     const second = await heartbeat("m2", M2);
     expect(second.status).toBe(200);
     expect(second.body.members).toEqual(["m1", "m2"]);
-    // Two members, four buckets, and the first record below m1 and below bucket 0 that shows where to skip.
-    expect(store.yielded).toBeLessThanOrEqual(2 + 4 + 2);
+    // Two members and four buckets: nothing else.
+    expect(store.yielded).toBeLessThanOrEqual(2 + 4);
     expect(store.counts.list).toBeLessThanOrEqual(4);
     expect((await names(backend.store, "g/members/m1/")).length).toBe(1000);
   });

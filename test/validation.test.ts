@@ -12,7 +12,7 @@ import { ManualClock } from "../src/clock.js";
 import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector } from "../src/elector.js";
 import { LeaseValidationError } from "../src/errors.js";
-import { type LeaseRecord, MAX_METADATA_BYTES, NAME_RULE } from "../src/lease.js";
+import { type LeaseRecord, MAX_METADATA_BYTES, NAME_RULE, RECORD_NAME_RULE } from "../src/lease.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 
@@ -171,7 +171,7 @@ describe("SqliteStore options", () => {
 describe("MemoryStore.put", () => {
   const name = "jobs/main";
   const cases: Array<[string, Record<string, unknown>, string, string]> = [
-    ["a bad name", { name: "Jobs" }, "name", NAME_RULE],
+    ["a bad name", { name: "Jobs" }, "name", RECORD_NAME_RULE],
     ["a numeric holder", { holder: 7 }, "holder", "expected a string"],
     ["a negative term", { term: -1 }, "term", "expected a non-negative number"],
     ["a fractional term", { term: 1.5 }, "term", "expected a whole number"],

@@ -16,7 +16,7 @@ import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { isLeaseCorruptError, type LeaseCorruptError } from "../errors.js";
 import { MAX_CREATED_TERM } from "../http/schemas.js";
-import { type LeaseRecord, type LeaseStore, MIN_LEASE_MS, newWriteId, type Stored } from "../lease.js";
+import { type LeaseRecord, type LeaseStore, MIN_LEASE_MS, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { type LeaseViews, storeProblem } from "./lease-views.js";
 import type { ApiLogger } from "./log.js";
 import { ProblemError } from "./problems.js";
@@ -93,7 +93,8 @@ export class ForceRelease {
         errors: [{ path: "term", message: `expected ${r.term} (the record's own term) or nothing` }],
       });
     }
-    const record = { ...r, holder: null, metadata: {}, renewedAt: Math.max(wall, r.renewedAt), writeId: newWriteId() };
+    // Released by the one release builder (its session and successor dropped), without metadata.
+    const record = releasedRecord(r, Math.max(wall, r.renewedAt), {});
     return { record, revision: current.revision, why: row.unreadable.detail };
   }
 }

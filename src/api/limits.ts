@@ -129,6 +129,8 @@ export class RecordQuota {
   /** Refuses (429) a create by `caller` of a record under its token prefix `prefix`, or counts it. */
   async admitCreate(caller: CallerKey, prefix: string): Promise<void> {
     this.take(caller);
+    // A store that is another API (the HTTP store) counts this server's creates itself.
+    if (this.store.limits?.serverRecords === false) return;
     const owner = await quotaOwner(caller === EVERYONE ? undefined : (caller as TokenScope));
     const name = await quotaRecordName(owner, prefix);
     for (;;) {

@@ -32,6 +32,7 @@ export function meteredStore(store: LeaseStore, clock: Clock, metrics: ApiMetric
   const metered: LeaseStore = {
     get: (name, options) => timed("get", () => store.get(name, options)),
     put: (next, expected, options) => timed("put", () => store.put(next, expected, options)),
+    ...(store.limits ? { limits: store.limits } : {}),
   };
   const getMany = store.getMany;
   if (getMany) metered.getMany = (names, options) => timed("get_many", () => getMany.call(store, names, options));

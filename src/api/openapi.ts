@@ -271,7 +271,7 @@ export function apiRoutes(secured: boolean) {
     links: Object.fromEntries(next.map((op) => [op, LINKS[op]])),
   });
   const heldElsewhere =
-    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group, or a new name under one of its member or bucket records (`group` names it; use its group routes)";
+    "`holder-in-use`: the lease (this holder name) is held by another process (instance); `group-record`: the name is a record of a sharded group (`group` names it; use its group routes); `protocol-record`: the name is a process session record";
 
   return {
     acquire: createRoute({
@@ -352,7 +352,7 @@ export function apiRoutes(secured: boolean) {
         "A record that reads and is judged is refused (409 `not-corrupt`): its holder releases it, or it expires.",
       ].join(" "),
       ...security,
-      request: { params: NameParam, ...body(ForceReleaseBody) },
+      request: { params: RecordNameParam, ...body(ForceReleaseBody) },
       responses: {
         200: {
           ...resultWithTag("Cleared: the released record"),

@@ -119,6 +119,7 @@ export function deadlineStore(store: LeaseStore, o: StoreDeadlineOptions): Lease
   const bounded: LeaseStore = {
     get: (name, options) => call("get", options, (opts) => store.get(name, opts)),
     put: (next, expected, options) => call("put", options, (opts) => store.put(next, expected, opts)),
+    ...(store.limits ? { limits: store.limits } : {}),
   };
   const getMany = store.getMany;
   if (getMany)
@@ -153,5 +154,6 @@ export function withSignal(store: LeaseStore, signal: AbortSignal | undefined): 
   return {
     get: (name, options) => store.get(name, join(options)),
     put: (next, expected, options) => store.put(next, expected, join(options)),
+    ...(store.limits ? { limits: store.limits } : {}),
   };
 }

@@ -73,7 +73,7 @@ export async function statusCommand(o: StatusOptions, io: CliIo): Promise<number
               v.name,
               "-",
               "-",
-              `UNREADABLE: ${v.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ")}`,
+              `UNREADABLE: ${v.errors.length === 0 ? v.detail : v.errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; ")}`,
             ]
           : [v.name, v.holder ?? "-", String(v.term), describeExpiry(v)],
       );

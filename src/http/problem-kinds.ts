@@ -17,6 +17,7 @@ export const PROBLEM_KINDS = {
   conflict: [409, "Lease held by someone else"],
   "holder-in-use": [409, "Holder name in use by another process"],
   "group-record": [409, "Record of a sharded group"],
+  "protocol-record": [409, "Process session record, not a lease"],
   "not-a-group": [409, "Group name taken by another record"],
   "term-exhausted": [409, "No term left for this lease"],
   "term-rule": [409, "Write breaks a lease invariant"],

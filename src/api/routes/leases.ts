@@ -4,7 +4,7 @@
  * A bucket of a sharded group is shown with its owner's session's expiry. Runtime-neutral.
  */
 import type { Context } from "hono";
-import { recordRole, validateName, validatePrefix, validateRecordName } from "../../lease.js";
+import { recordRole, validatePrefix, validateRecordName } from "../../lease.js";
 import { type Listed, listedName } from "../../listing.js";
 import { type Api, callerOf, type Deps, type Env, etagOf } from "../context.js";
 import { groupShape } from "../group-records.js";
@@ -14,27 +14,37 @@ import { listingScoped, scoped, wellFormed } from "../middleware.js";
 import { ProblemError } from "../problems.js";
 import { isQuotaRecord, refuseServerName } from "../quota-records.js";
 
-/** The lease name of a route's path, validated: never a protocol record's (`_` segments, 400). */
-export const leaseName = (c: Context) => validateName(c.req.param("name"));
 /** Any record's name (a lease's or a protocol record's) but the server's own counts: what reads take. */
 export const recordName = (c: Context) => refuseServerName(validateRecordName(c.req.param("name")));
 /**
  * What the raw PUT takes: a lease, or a process session record (the HTTP store writes its
- * session there); a sharded group's records only through the group routes.
+ * session there); a sharded group's records only through the group routes (409 `group-record`).
  */
-export const writableName = (c: Context) => {
-  const name = recordName(c);
-  const shape = recordRole(name) === "lease" ? undefined : groupShape(name);
-  if (shape) {
-    const route = `/v1/groups/${encodeURIComponent(shape.group)}/members/{member}`;
-    throw new ProblemError(
-      "group-record",
-      `"${name}" is the ${shape.kind} record of the sharded group "${shape.group}": only its group routes write it (POST ${route}/heartbeat, /handoff, /leave)`,
-      { group: shape.group },
-    );
-  }
-  return name;
+export const writableName = (c: Context) => refuseGroupRecord(recordName(c));
+/**
+ * The lease name of a lease route's path (acquire, renew, release, force-release's lease): a
+ * protocol record's name is well formed but no lease, so it is refused 409 before anything is
+ * read: `group-record` naming the group's routes, or `protocol-record` for a process session.
+ */
+export const leaseName = (c: Context) => {
+  const name = refuseGroupRecord(recordName(c));
+  if (recordRole(name) === "lease") return name;
+  throw new ProblemError(
+    "protocol-record",
+    `"${name}" is a process session record, no lease: only its process writes it (PUT, by the session that holds it)`,
+  );
 };
+
+function refuseGroupRecord(name: string): string {
+  const shape = recordRole(name) === "lease" ? undefined : groupShape(name);
+  if (!shape) return name;
+  const route = `/v1/groups/${encodeURIComponent(shape.group)}/members/{member}`;
+  throw new ProblemError(
+    "group-record",
+    `"${name}" is the ${shape.kind} record of the sharded group "${shape.group}": only its group routes write it (POST ${route}/heartbeat, /handoff, /leave)`,
+    { group: shape.group },
+  );
+}
 /** The `prefix` query of a listing (or of a stream of one), validated. */
 export const queryPrefix = (c: Context) => validatePrefix(c.req.query("prefix") ?? "");
 

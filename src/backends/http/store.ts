@@ -28,7 +28,16 @@ import {
 import { isLeaseholdApiError } from "../../http/api-error.js";
 import { type ClientOptions, LeaseholdClient } from "../../http/client.js";
 import type { LeaseListView, LeaseView } from "../../http/schemas.js";
-import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../lease.js";
+import type {
+  CallOptions,
+  LeaseRecord,
+  LeaseStore,
+  Listed,
+  ListOptions,
+  Revision,
+  Stored,
+  StoreLimits,
+} from "../../lease.js";
 import { validatePrefix, validateRecord, validateRecordName } from "../../lease.js";
 import { listedName, unreadable } from "../../listing.js";
 
@@ -52,6 +61,8 @@ function listedOf(page: LeaseListView): Listed[] {
 }
 
 export class HttpStore implements LeaseStore {
+  /** The API behind keeps its own quota counts, and counts this client's creates against its token. */
+  readonly limits: StoreLimits = { serverRecords: false };
   readonly client: LeaseholdClient;
 
   constructor(options: HttpStoreOptions) {

@@ -129,6 +129,7 @@ const (
 	ProblemKindConflict             ProblemKind = "conflict"
 	ProblemKindCorrupt              ProblemKind = "corrupt"
 	ProblemKindForbidden            ProblemKind = "forbidden"
+	ProblemKindGroupFull            ProblemKind = "group-full"
 	ProblemKindGroupRecord          ProblemKind = "group-record"
 	ProblemKindHeadersTooLarge      ProblemKind = "headers-too-large"
 	ProblemKindHolderInUse          ProblemKind = "holder-in-use"
@@ -137,6 +138,7 @@ const (
 	ProblemKindMemberInUse          ProblemKind = "member-in-use"
 	ProblemKindMethodNotAllowed     ProblemKind = "method-not-allowed"
 	ProblemKindNotAGroup            ProblemKind = "not-a-group"
+	ProblemKindNotCorrupt           ProblemKind = "not-corrupt"
 	ProblemKindNotFound             ProblemKind = "not-found"
 	ProblemKindOverCapacity         ProblemKind = "over-capacity"
 	ProblemKindOverLimit            ProblemKind = "over-limit"
@@ -144,6 +146,7 @@ const (
 	ProblemKindPreconditionFailed   ProblemKind = "precondition-failed"
 	ProblemKindPreconditionRequired ProblemKind = "precondition-required"
 	ProblemKindProtocolField        ProblemKind = "protocol-field"
+	ProblemKindProtocolRecord       ProblemKind = "protocol-record"
 	ProblemKindRequestTimeout       ProblemKind = "request-timeout"
 	ProblemKindSessionEnded         ProblemKind = "session-ended"
 	ProblemKindStoreUnavailable     ProblemKind = "store-unavailable"
@@ -170,6 +173,8 @@ func (e ProblemKind) Valid() bool {
 		return true
 	case ProblemKindForbidden:
 		return true
+	case ProblemKindGroupFull:
+		return true
 	case ProblemKindGroupRecord:
 		return true
 	case ProblemKindHeadersTooLarge:
@@ -186,6 +191,8 @@ func (e ProblemKind) Valid() bool {
 		return true
 	case ProblemKindNotAGroup:
 		return true
+	case ProblemKindNotCorrupt:
+		return true
 	case ProblemKindNotFound:
 		return true
 	case ProblemKindOverCapacity:
@@ -199,6 +206,8 @@ func (e ProblemKind) Valid() bool {
 	case ProblemKindPreconditionRequired:
 		return true
 	case ProblemKindProtocolField:
+		return true
+	case ProblemKindProtocolRecord:
 		return true
 	case ProblemKindRequestTimeout:
 		return true
