@@ -37,7 +37,7 @@ export interface Tenure {
 }
 
 /** Over for good: `record` shows a later term than `tenure`'s, or the same term released. */
-export function tenureOver(tenure: Tenure, record: TenureRecord): boolean {
+export function tenureOver(tenure: Tenure, record: Pick<TenureRecord, "holder" | "term">): boolean {
   return record.term > tenure.term || (record.term === tenure.term && record.holder === null);
 }
 

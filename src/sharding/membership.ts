@@ -78,5 +78,5 @@ export function sessionMayLive(
 ): boolean {
   if (session === undefined) return true;
   const m = members.get(holder);
-  return !m || !tenureOver({ holder, term: session }, m.stored.record);
+  return !m || !tenureOver({ holder, term: session }, m);
 }

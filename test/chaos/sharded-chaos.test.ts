@@ -71,7 +71,9 @@ describe("the sharded checker is not vacuous", () => {
 
   it("taking an expired member's buckets without fencing its session first is caught", async () => {
     const found: string[] = [];
-    for (let seed = 1; seed <= 80 && found.length === 0; seed++) {
+    // Rare since renewals retry within the window (an owner seldom expires while it still acts):
+    // the first such seed is in the 300s today, so the scan is long, and stops at the first.
+    for (let seed = 1; seed <= 500 && found.length === 0; seed++) {
       const r = await runShardedScenario(seed, "memory", { unfenced: true });
       found.push(...r.violations.filter((v) => /^bucket \d+: (two candidates inside|resource rejected term)/.test(v)));
     }
