@@ -9,6 +9,7 @@
  *   gcs://BUCKET/PREFIX?endpoint=http://127.0.0.1:4443&project=my-project
  *   s3://BUCKET/PREFIX?region=eu-west-1&endpoint=http://127.0.0.1:7070&pathStyle=true
  *   azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=http://127.0.0.1:10000/ACCOUNT
+ *   postgres://USER:PASSWORD@HOST:5432/DATABASE?table=leasehold_leases&schema=public&pool=10
  *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
  *
  * `parseStoreUrl` is pure: it only describes the URL. `openStore` loads the one backend module the
@@ -22,6 +23,7 @@ import { type DynamoDbUrl, dynamoDbBackend } from "./backends/dynamodb.js";
 import { type GcsUrl, gcsBackend } from "./backends/gcs.js";
 import { type HttpUrl, httpBackend } from "./backends/http.js";
 import { type MemoryUrl, memoryBackend } from "./backends/memory.js";
+import { type PostgresUrl, postgresBackend } from "./backends/postgres.js";
 import { type S3Url, s3Backend } from "./backends/s3.js";
 import { type SqliteUrl, sqliteBackend } from "./backends/sqlite.js";
 import { invalid, setForms } from "./backends/url.js";
@@ -31,7 +33,7 @@ import type { LeaseStore } from "./lease.js";
 export type { Runtime } from "./backends/backend.js";
 
 /** What a store URL says, per backend. */
-export type StoreUrl = MemoryUrl | SqliteUrl | DynamoDbUrl | GcsUrl | S3Url | AzureBlobUrl | HttpUrl;
+export type StoreUrl = MemoryUrl | SqliteUrl | DynamoDbUrl | GcsUrl | S3Url | AzureBlobUrl | HttpUrl | PostgresUrl;
 export type StoreKind = StoreUrl["kind"];
 
 /** The registry: every backend a URL can name. */
@@ -43,6 +45,7 @@ export const BACKENDS: readonly Backend<StoreUrl>[] = [
   s3Backend,
   azureBlobBackend,
   httpBackend,
+  postgresBackend,
 ] as Backend<StoreUrl>[];
 
 /** Every accepted form, for error messages and help text. */
@@ -57,7 +60,7 @@ export interface OpenStoreOptions {
   /**
    * Environment variables to take defaults from: LEASEHOLD_TOKEN (http), AWS_REGION /
    * AWS_DEFAULT_REGION (dynamodb, s3), GOOGLE_CLOUD_PROJECT (gcs), AZURE_STORAGE_CONNECTION_STRING /
-   * AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN (azblob). Nothing is read when omitted. (The AWS
+   * AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN (azblob), PGPASSWORD (postgres). Nothing is read when omitted. (The AWS
    * SDK reads its own credentials chain from the process environment.)
    */
   env?: Record<string, string | undefined>;
@@ -68,7 +71,7 @@ export interface OpenStoreOptions {
   create?: boolean;
   /**
    * A client of the backend's SDK to use instead of one built from the URL and the environment
-   * (an `S3Client`, a GCS `Storage`, an Azure `ContainerClient`, a `DynamoDBClient`); the URL
+   * (an `S3Client`, a GCS `Storage`, an Azure `ContainerClient`, a `DynamoDBClient`, a `pg.Pool`); the URL
    * still names the bucket, table or container. The store never closes it.
    */
   client?: unknown;
