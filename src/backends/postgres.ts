@@ -58,11 +58,9 @@ export const DEFAULT_POOL_SIZE = 10;
 export const NOTIFY_CHANNEL = "leasehold";
 
 const identifier = (what: string) =>
-  z
-    .string({ error: `expected a ${what} name` })
-    .regex(/^[a-z_][a-z0-9_]{0,62}$/, {
-      error: "expected 1-63 lower-case letters, digits or _, not starting with a digit",
-    });
+  z.string({ error: `expected a ${what} name` }).regex(/^[a-z_][a-z0-9_]{0,62}$/, {
+    error: "expected 1-63 lower-case letters, digits or _, not starting with a digit",
+  });
 const tableName = identifier("table");
 const schemaName = identifier("schema");
 const poolSize = z
@@ -213,7 +211,8 @@ export const postgresBackend: Backend<PostgresUrl> = {
         throw parts.invalid('query parameter "pool"', `expected a number of connections, got ${JSON.stringify(pool)}`);
       parts.check(poolSize, Number(pool), 'query parameter "pool"', pool);
     }
-    for (const own of OWN_PARAMS) url.searchParams.delete(own);
+    // Only when present: deleting re-encodes the whole query (a socket folder's "/" as %2F, equal to libpq).
+    for (const own of OWN_PARAMS) if (url.searchParams.has(own)) url.searchParams.delete(own);
     return {
       kind: "postgres",
       connectionString: url.href,

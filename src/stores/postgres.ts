@@ -14,9 +14,9 @@
  * Durable before acknowledged: PostgreSQL answers a commit after its WAL record is flushed when
  * `fsync` and `synchronous_commit` are on. Before its first call the store reads both on a
  * connection and refuses anything else (`StoreContractError` naming the setting). On that first
- * call it also makes the table if missing
- * (`createTable`, DDL from the declaration), or checks the one it finds: `name` text in the "C"
- * collation, `rev` bigint, `record` json or jsonb.
+ * call it also makes the table if missing (`createTable`, DDL from the declaration), or checks the
+ * one it finds: `name` text that sorts bytewise (the "C" collation, or a database default that
+ * sorts so), `rev` bigint, `record` json or jsonb.
  *
  * Connections: a pool (the caller's, or one this store makes and ends). A connection the server
  * killed is recognised: one the pool holds idle is dropped by the pool (the store listens for its
@@ -500,7 +500,9 @@ function statements(table: string) {
     settings:
       "SELECT current_setting('synchronous_commit') AS synchronous_commit, current_setting('fsync') AS fsync, to_regclass($1) IS NOT NULL AS present",
     columns:
-      "SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, c.collname AS collation FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
+      // The database's default collation counts as bytewise when it sorts names so: checked by
+      // sorting names whose bytewise order a language's collation changes (it skips punctuation).
+      "SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, CASE WHEN c.collname <> 'default' THEN c.collname WHEN (SELECT array_agg(v ORDER BY v) FROM unnest(ARRAY['a~', 'a_b', 'a0', 'a/c', 'a.z', 'a.a', 'a-b']) v) = ARRAY['a-b', 'a.a', 'a.z', 'a/c', 'a0', 'a_b', 'a~'] THEN 'C' ELSE 'default' END AS collation FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
     migration: postgresMigrationSqlOf(table),
     select: `SELECT name, rev::text AS rev, record::text AS record FROM ${table} WHERE name = $1`,
     selectMany: `SELECT name, rev::text AS rev, record::text AS record FROM ${table} WHERE name = ANY($1::text[])`,
