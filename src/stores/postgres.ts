@@ -21,13 +21,14 @@
  * Connections: a pool (the caller's, or one this store makes and ends). A connection the server
  * killed is recognised: one the pool holds idle is dropped by the pool (the store listens for its
  * `error`); one found dead when a call begins is replaced before anything is sent; a read whose
- * connection fails is sent once more on another (reads change nothing). A write whose connection
- * fails, or that is cancelled or times out after it was sent, is a `LeaseStoreError` with
- * `ambiguous: true`: it may have committed, and the one write path (src/elector/cas.ts) resolves
- * it by `writeId`. The store never sends a write twice. A server error that certainly changed
- * nothing (bad data, a missing table, no permission, a read-only server) is `ambiguous: false`.
- * Every call is given up `statementTimeoutMs` + 1 s after it began (a dead network answers
- * nothing), and its connection closed.
+ * reused connection fails is sent again on the next (reads change nothing), until a new connection
+ * fails too or the pool's size is reached. A write whose connection fails, or that is cancelled or
+ * times out after it was sent, is a `LeaseStoreError` with `ambiguous: true`: it may have
+ * committed, and the one write path (src/elector/cas.ts) resolves it by `writeId`. The store never
+ * sends a write twice. A server error that certainly changed nothing (bad data, a missing table,
+ * no permission, a read-only server) is `ambiguous: false`. A statement is given up
+ * `statementTimeoutMs` + 1 s after it was sent (a dead network answers nothing), and its
+ * connection closed.
  *
  * Push (`watch`): ./postgres-listener.ts. Reads: `get`, `getMany` (500 names per `= ANY($1)`),
  * `list` (pages of 200 in name order). Runtime-neutral: node-postgres does the I/O.
@@ -94,6 +95,14 @@ interface Row extends QueryResultRow {
 
 type Kind = "read" | "write";
 
+/** A connection lent by the pool: `giveBack` returns it (closed, with an error or `true`). */
+interface Lent {
+  client: PoolClient;
+  /** Opened for this call: no earlier call used it. */
+  fresh: boolean;
+  giveBack(destroy?: Error | true): void;
+}
+
 interface Settings extends QueryResultRow {
   synchronous_commit: string;
   fsync: string;
@@ -119,7 +128,15 @@ export class PostgresStore implements LeaseStore {
   private readonly sql: ReturnType<typeof statements>;
   private readonly listener: PostgresListener | undefined;
   private readonly onPoolError = () => undefined;
+  /** Connections the pool opened and no call has used yet: a failure on one is not an idle death. */
+  private readonly fresh = new WeakSet<PoolClient>();
+  private readonly onPoolConnect = (client: PoolClient) => {
+    this.fresh.add(client);
+  };
   private ready: Promise<void> | undefined;
+  private get poolSize(): number {
+    return this.pool.options.max ?? DEFAULT_POOL_SIZE;
+  }
   private closed = false;
   /** Calls not answered yet: `close` waits for them. */
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -152,9 +169,10 @@ export class PostgresStore implements LeaseStore {
     // A pooled connection the server killed while idle is an `error` event on the pool (which drops
     // it); with no listener, Node would throw it and end the process.
     this.pool.on("error", this.onPoolError);
+    this.pool.on("connect", this.onPoolConnect);
     if (o.push) {
       const listener = new PostgresListener({
-        connect: () => this.pool.connect(),
+        connect: async () => (await this.lend()).client,
         read: (names) => this.getMany(names),
         channel: NOTIFY_CHANNEL,
         table: this.table,
@@ -254,6 +272,7 @@ export class PostgresStore implements LeaseStore {
     await this.listener?.close();
     await Promise.allSettled(this.inFlight);
     this.pool.off("error", this.onPoolError);
+    this.pool.off("connect", this.onPoolConnect);
     if (this.ownsPool) await this.pool.end();
   }
 
@@ -321,48 +340,71 @@ export class PostgresStore implements LeaseStore {
     signal: AbortSignal | undefined,
   ): Promise<R[]> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.checkout(kind, lease, signal);
-      const outcome = await this.run<R>(client, text, values, signal);
+      const lent = await this.checkout(kind, lease, signal);
+      const outcome = await this.run<R>(lent, text, values, signal);
       if ("rows" in outcome) return outcome.rows;
       const { error, connectionLost } = outcome;
-      if (kind === "read" && connectionLost && attempt === 1 && !signal?.aborted) continue;
+      // A reused connection may have died while idle (the server restarted, or killed it): a read
+      // goes again on the next, until a new connection fails too or every pooled one was tried.
+      const again = !lent.fresh && !(error instanceof CallTimeout) && attempt <= this.poolSize;
+      if (kind === "read" && connectionLost && again && !signal?.aborted) continue;
       throw this.failure(kind, lease, error, { sent: true, connectionLost });
     }
   }
 
-  /** A connection from the pool, known to be usable before anything is sent on it. */
-  private async checkout(kind: Kind, lease: string, signal: AbortSignal | undefined): Promise<PoolClient> {
+  /**
+   * A connection of the pool, with an error listener attached inside the pool's own callback: a
+   * connection killed just as the pool hands it over reports its error in the same chunk of input,
+   * before a promise's continuation could attach one (and an error nobody listens to ends the process).
+   */
+  private lend(): Promise<Lent> {
+    return new Promise((resolve, reject) => {
+      this.pool.connect((error, client, release) => {
+        if (error || !client) return reject(error ?? new Error("the pool gave no connection"));
+        const guard = () => undefined; // the statement's own promise reports the error
+        client.on("error", guard);
+        resolve({
+          client,
+          fresh: this.fresh.delete(client),
+          giveBack: (destroy) => {
+            release(destroy);
+            client.off("error", guard);
+          },
+        });
+      });
+    });
+  }
+
+  /** A connection, known to be usable before anything is sent on it. */
+  private async checkout(kind: Kind, lease: string, signal: AbortSignal | undefined): Promise<Lent> {
     for (let tries = 0; ; tries++) {
-      let client: PoolClient;
+      let lent: Lent;
       try {
-        client = await abortable(this.pool.connect(), signal, (late) => late.release());
+        lent = await abortable(this.lend(), signal, (late) => late.giveBack());
       } catch (error) {
         throw this.failure(kind, lease, error, { sent: false, connectionLost: false });
       }
-      if (queryable(client)) return client;
+      if (queryable(lent.client)) return lent;
       // Killed by the server while idle, its error not yet seen by the pool: nothing was sent on it.
-      client.release(true);
-      if (tries > (this.pool.options.max ?? DEFAULT_POOL_SIZE)) {
+      lent.giveBack(true);
+      if (tries > this.poolSize) {
         throw new LeaseStoreError(
           `${this.where}: no usable connection in the pool (${kind} of lease "${lease}", nothing was sent)`,
-          {
-            ambiguous: false,
-          },
+          { ambiguous: false },
         );
       }
     }
   }
 
-  /** One statement on `client`, given up at the call timeout or on abort (the connection is then closed). */
+  /** One statement, given up at the call timeout or on abort (the connection is then closed). */
   private async run<R extends QueryResultRow>(
-    client: PoolClient,
+    lent: Lent,
     text: string,
     values: unknown[],
     signal: AbortSignal | undefined,
   ): Promise<{ rows: R[] } | { error: unknown; connectionLost: boolean }> {
-    const ignore = () => undefined; // the query's own promise reports a connection error
-    client.on("error", ignore);
-    const query = client.query<R>(text, values);
+    const ignore = () => undefined;
+    const query = lent.client.query<R>(text, values);
     query.catch(ignore);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -374,16 +416,15 @@ export class PostgresStore implements LeaseStore {
     late.catch(ignore);
     try {
       const result = await abortable(Promise.race([query, late]), signal);
-      client.release();
+      lent.giveBack();
       return { rows: result.rows };
     } catch (error) {
       const connectionLost = !isServerError(error) || isFatal(error);
       // A connection that failed, or whose statement may still be running, is closed, never reused.
-      client.release(connectionLost ? asError(error) : undefined);
+      lent.giveBack(connectionLost ? asError(error) : undefined);
       return { error, connectionLost };
     } finally {
       clearTimeout(timer);
-      client.off("error", ignore);
     }
   }
 
