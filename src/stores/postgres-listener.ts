@@ -7,10 +7,11 @@
  * payload someone else sent on the channel can cost a read, never a wrong record.
  *
  * A lost connection (an error, the server closing it, or a check query that does not answer within
- * `checkMs`, which a half-open TCP connection never would) is replaced: while it is down, every
- * watched lease is read every `pollMs` (in batches), and the listener connects again after a pause
- * that doubles per failure up to 30 s; once it LISTENs again, it reads every watched lease once,
- * since notifications sent meanwhile were lost. Watchers see one stream throughout.
+ * `checkMs`, which a half-open TCP connection never would) is replaced at once; while no
+ * connection can be made, every watched lease is read every `pollMs` (in batches), and the
+ * listener tries again after a pause that doubles per failure up to 30 s. Once it LISTENs again,
+ * it reads every watched lease once, since notifications sent meanwhile were lost. Watchers see
+ * one stream throughout.
  *
  * Revisions are the store's counters, which only grow (rows are never deleted), so a record older
  * than one already delivered is dropped: a read that was overtaken never goes backwards.
@@ -131,8 +132,15 @@ export class PostgresListener {
     let retryAt = 0;
     while (!this.closed && this.feeds.size > 0) {
       if (Date.now() >= retryAt) {
-        if (await this.follow(settled)) failures = 0;
+        const began = Date.now();
+        const listened = await this.follow(settled);
         if (this.closed || this.feeds.size === 0) return;
+        // A connection that listened a while and was then lost is replaced at once; one that
+        // could not connect, or was lost at once again, waits a pause that doubles.
+        if (listened && Date.now() - began >= this.o.pollMs) {
+          failures = 0;
+          continue;
+        }
         failures++;
         retryAt = Date.now() + Math.min(MAX_RECONNECT_MS, this.o.pollMs * 2 ** Math.min(failures - 1, 16));
         settled(); // subscribers go on: the polls below cover them

@@ -122,7 +122,8 @@ export class PostgresStore implements LeaseStore {
   /** Only a pool this store created is ended by `close()`. */
   private readonly ownsPool: boolean;
   private readonly createTable: boolean;
-  private readonly push: boolean;
+  /** Writes NOTIFY (push on). */
+  private readonly notifies: boolean;
   private readonly callTimeoutMs: number;
   private readonly where: string;
   private readonly sql: ReturnType<typeof statements>;
@@ -150,7 +151,7 @@ export class PostgresStore implements LeaseStore {
     const o = validate("PostgresStore options", postgresOptionsSchema, options);
     this.table = qualifiedTable(o);
     this.createTable = o.createTable;
-    this.push = o.push;
+    this.notifies = o.push;
     const statementTimeoutMs = o.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     this.callTimeoutMs = statementTimeoutMs + CALL_MARGIN_MS;
     this.where = `PostgreSQL ${describeServer(o.connectionString)}table ${this.table}`;
@@ -184,6 +185,14 @@ export class PostgresStore implements LeaseStore {
     }
   }
 
+  /**
+   * Push's state, for health checks and tests: whether a connection LISTENs now (only while some
+   * lease is watched), and how many times one has started to (a lost one is replaced).
+   */
+  get pushState(): { listening: boolean; listens: number } {
+    return { listening: this.listener?.listening ?? false, listens: this.listener?.connections ?? 0 };
+  }
+
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
     validateName(name);
     return this.read(name, options);
@@ -194,20 +203,20 @@ export class PostgresStore implements LeaseStore {
     const previous = expected === null ? null : parseRevision(expected);
     const revision = (previous ?? 0) + 1;
     const json = JSON.stringify(record);
-    const notify = this.push ? [NOTIFY_CHANNEL, notifyPayload(this.table, record.name, revision)] : [];
+    const notify = this.notifies ? [NOTIFY_CHANNEL, notifyPayload(this.table, record.name, revision)] : [];
     const result =
       previous === null
         ? await this.query(
             "write",
             record.name,
-            this.push ? this.sql.createNotify : this.sql.create,
+            this.notifies ? this.sql.createNotify : this.sql.create,
             [record.name, json, ...notify],
             options,
           )
         : await this.query(
             "write",
             record.name,
-            this.push ? this.sql.replaceNotify : this.sql.replace,
+            this.notifies ? this.sql.replaceNotify : this.sql.replace,
             [record.name, json, String(previous), ...notify],
             options,
           );
