@@ -1,20 +1,38 @@
 /**
  * A real PostgreSQL for tests and benchmarks, from Debian's postgresql-15 binaries (`.ci/run`
- * installs the package): `initdb` into a fresh temporary folder, then `postgres` on 127.0.0.1 and a
+ * installs the package): a cluster in a fresh temporary folder, then `postgres` on 127.0.0.1 and a
  * free port, its unix socket inside that folder. PostgreSQL refuses to run as root, so under root
  * (CI, these machines) both run as the `postgres` user the package creates, and the folder is
  * handed to it; anyone else runs them as themselves. The server keeps its default durability
  * (`fsync = on`, `synchronous_commit = on`), which the store checks. TCP connections authenticate
  * with a password (SCRAM), as in production; the socket trusts its local user.
  *
- * `kill9()` and `restart()` are for the crash test: SIGKILL the postmaster (its backends exit when
- * they notice) and start it again on the same folder and port, so WAL recovery runs.
+ * The cluster (initdb, and the test database in it) is made once per machine into
+ * `.cache/postgres/` and copied for each start. `stop()` is an immediate shutdown (SIGQUIT): a
+ * test cluster is thrown away, so it skips the shutdown checkpoint.
+ *
+ * `kill9()` and `restart()` are for the crash test (`crashable: true`): the server then runs in a
+ * process group of its own, and `kill9()` SIGKILLs the whole group at once (the postmaster and every
+ * backend, as a crash of the machine's PostgreSQL would end them, with no backend left to finish a
+ * commit); `restart()` starts it again on the same folder and port, so WAL recovery runs.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import pg from "pg";
+import { installFolder } from "./cache-folder.js";
 import { freePort } from "./server-process.js";
 
 export const PG_BIN = process.env.LEASEHOLD_PG_BIN ?? "/usr/lib/postgresql/15/bin";
@@ -106,9 +124,116 @@ async function waitUntilUp(port: number, database: string, child: ChildProcess, 
   }
 }
 
+/** One `postgres` process on `data`: started, up (a connection to `database` answers), stopped by a signal. */
+interface ServerProcess {
+  child: ChildProcess;
+  /** Sends `signal` (SIGQUIT: immediate shutdown, SIGINT: fast, with a checkpoint) and waits for the exit. */
+  stop(signal: NodeJS.Signals): Promise<void>;
+}
+
+async function serve(
+  data: string,
+  port: number,
+  settings: Record<string, string>,
+  options: { owner: Owner | undefined; detached: boolean; database: string },
+): Promise<ServerProcess> {
+  const args = ["-D", data, "-p", String(port), ...Object.entries(settings).flatMap(([k, v]) => ["-c", `${k}=${v}`])];
+  const child = spawn(join(PG_BIN, "postgres"), args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C", LANG: "C" },
+    ...(options.owner ?? {}),
+  });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8192);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const stop = async (signal: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const done = new Promise<void>((r) => child.once("exit", () => r()));
+    child.kill(signal);
+    const timer = signal === "SIGKILL" ? undefined : setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await done;
+    clearTimeout(timer);
+  };
+  try {
+    await waitUntilUp(port, options.database, child, () => output);
+  } catch (error) {
+    await stop("SIGKILL");
+    throw error;
+  }
+  return { child, stop };
+}
+
 export interface StartPostgresOptions {
   /** Extra `-c name=value` server settings. */
   settings?: Record<string, string>;
+  /** A process group of its own, which `kill9()` kills whole. */
+  crashable?: boolean;
+}
+
+const projectRoot = resolve(import.meta.dirname, "../..");
+const INITDB_ARGS = [
+  ...["-U", PG_USER, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-locale"],
+  // 1 MB WAL segments rather than 16: a test cluster's files stay small to copy and to delete.
+  "--wal-segsize=1",
+];
+
+/**
+ * The template cluster, made once per machine (per server version and initdb arguments): initdb,
+ * then one start to create the test database, and a clean shutdown (its checkpoint syncs it all).
+ */
+async function template(owner: Owner | undefined): Promise<string> {
+  const version = /\(PostgreSQL\) (\S+)/.exec(
+    execFileSync(join(PG_BIN, "postgres"), ["--version"], { encoding: "utf8" }),
+  )?.[1];
+  const key = createHash("sha256")
+    .update(JSON.stringify([INITDB_ARGS, PG_PASSWORD, PG_DATABASE]))
+    .digest("hex")
+    .slice(0, 12);
+  const dir = join(projectRoot, ".cache", "postgres", `${version ?? "unknown"}-${key}`);
+  await installFolder(dir, async (staging) => {
+    // Built as the server's user, in a folder of its own outside the cache.
+    const work = mkdtempSync(join(tmpdir(), "leasehold-initdb-"));
+    try {
+      const passwordFile = join(work, "password");
+      writeFileSync(passwordFile, PG_PASSWORD);
+      if (owner) chownTree(work, owner);
+      const data = join(work, "data");
+      await run("initdb", ["-D", data, `--pwfile=${passwordFile}`, "--no-sync", ...INITDB_ARGS], owner);
+      const port = await freePort();
+      const server = await serve(
+        data,
+        port,
+        { listen_addresses: "127.0.0.1", unix_socket_directories: work },
+        {
+          owner,
+          detached: false,
+          database: "postgres",
+        },
+      );
+      try {
+        const admin = new pg.Client({
+          host: "127.0.0.1",
+          port,
+          user: PG_USER,
+          password: PG_PASSWORD,
+          database: "postgres",
+        });
+        await admin.connect();
+        await admin.query(`CREATE DATABASE ${PG_DATABASE}`);
+        await admin.end();
+      } finally {
+        await server.stop("SIGINT");
+      }
+      cpSync(data, join(staging, "data"), { recursive: true });
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+  return join(dir, "data");
 }
 
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<RunningPostgres> {
@@ -118,30 +243,12 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     );
   }
   const owner = serverOwner();
+  const source = await template(owner);
   const dir = mkdtempSync(join(tmpdir(), "leasehold-pg-"));
   const data = join(dir, "data");
-  const passwordFile = join(dir, "password");
-  writeFileSync(passwordFile, PG_PASSWORD);
+  cpSync(source, data, { recursive: true });
+  chmodSync(data, 0o700);
   if (owner) chownTree(dir, owner);
-  await run(
-    "initdb",
-    [
-      "-D",
-      data,
-      "-U",
-      PG_USER,
-      `--pwfile=${passwordFile}`,
-      "--auth-local=trust",
-      "--auth-host=scram-sha-256",
-      "-E",
-      "UTF8",
-      "--no-locale",
-      // initdb's own files are not synced: a test cluster need not survive a power loss of the
-      // machine before its first start. The server itself syncs as in production (fsync = on).
-      "--no-sync",
-    ],
-    owner,
-  );
   const port = await freePort();
   const settings: Record<string, string> = {
     listen_addresses: "127.0.0.1",
@@ -151,48 +258,12 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     log_min_messages: "fatal",
     ...options.settings,
   };
-  const args = ["-D", data, "-p", String(port), ...Object.entries(settings).flatMap(([k, v]) => ["-c", `${k}=${v}`])];
-  let child: ChildProcess | undefined;
-  let output = "";
-  const launch = async (database: string) => {
-    output = "";
-    const started = spawn(join(PG_BIN, "postgres"), args, {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C", LANG: "C" },
-      ...(owner ?? {}),
-    });
-    const keep = (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-8192);
-    };
-    started.stdout?.on("data", keep);
-    started.stderr?.on("data", keep);
-    child = started;
-    await waitUntilUp(port, database, started, () => output);
-  };
-  const exited = async (signal: NodeJS.Signals) => {
-    const current = child;
-    if (!current || current.exitCode !== null || current.signalCode !== null) return;
-    const done = new Promise<void>((r) => current.once("exit", () => r()));
-    current.kill(signal);
-    // SIGTERM is PostgreSQL's "smart" shutdown (it waits for clients): SIGINT ("fast") after 3 s.
-    const timer = signal === "SIGKILL" ? undefined : setTimeout(() => current.kill("SIGINT"), 3000);
-    await done;
-    clearTimeout(timer);
-  };
+  const launch = () =>
+    serve(data, port, settings, { owner, detached: options.crashable === true, database: PG_DATABASE });
+  let server: ServerProcess;
   try {
-    await launch("postgres");
-    const admin = new pg.Client({
-      host: "127.0.0.1",
-      port,
-      user: PG_USER,
-      password: PG_PASSWORD,
-      database: "postgres",
-    });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${PG_DATABASE}`);
-    await admin.end();
+    server = await launch();
   } catch (error) {
-    await exited("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
@@ -202,28 +273,24 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     url: urlFor(PG_DATABASE),
     urlFor,
     port,
-    pid: () => child?.pid ?? -1,
+    pid: () => server.child.pid ?? -1,
     kill9: async () => {
-      await exited("SIGKILL");
-      // The backends notice their postmaster is gone and exit; the next start waits for them
-      // (it refuses to start while any still holds the shared memory).
+      const { child } = server;
+      if (!options.crashable || child.pid === undefined)
+        throw new Error("kill9 needs a server started with crashable: true");
+      const done = new Promise<void>((r) => child.once("exit", () => r()));
+      process.kill(-child.pid, "SIGKILL");
+      await done;
     },
     restart: async () => {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        try {
-          await launch(PG_DATABASE);
-          return;
-        } catch (error) {
-          // Orphaned backends of a killed postmaster may still be exiting: try again shortly.
-          if (Date.now() > deadline) throw error;
-          await new Promise((r) => setTimeout(r, 200));
-        }
-      }
+      server = await launch();
     },
+    // A test cluster is thrown away: an immediate shutdown skips the checkpoint, and its folder is
+    // deleted in the background (deleting files the server synced takes seconds on a disk mounted
+    // with `discard`, and nothing waits for it).
     stop: async () => {
-      await exited("SIGINT");
-      rmSync(dir, { recursive: true, force: true });
+      await server.stop("SIGQUIT");
+      spawn("rm", ["-rf", "--", dir], { detached: true, stdio: "ignore" }).unref();
     },
   };
 }
