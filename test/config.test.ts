@@ -110,6 +110,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_LOG: { value: "json", check: (c) => expect(c.logFormat).toBe("json") },
   AZURE_STORAGE_KEY: { value: "a2V5", check: (c) => expect(c.storeEnv.AZURE_STORAGE_KEY).toBe("a2V5") },
   AZURE_STORAGE_SAS_TOKEN: { value: "sv=1", check: (c) => expect(c.storeEnv.AZURE_STORAGE_SAS_TOKEN).toBe("sv=1") },
+  PGPASSWORD: { value: "s3cret", check: (c) => expect(c.storeEnv.PGPASSWORD).toBe("s3cret") },
   // Read by leasehold on the Worker only; elsewhere the AWS SDK reads them from the process.
   AWS_ACCESS_KEY_ID: { value: "AKIATEST", check: () => undefined },
   AWS_SECRET_ACCESS_KEY: { value: "secret", check: () => undefined },

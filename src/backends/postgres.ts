@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL backend's declaration (./backend.ts): `postgres://` and `postgresql://` URLs (the
  * libpq form node-postgres reads: `postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...`, plus
- * leasehold's `table`, `schema` and `pool`), the store's options, Node and Lambda (node-postgres
+ * leasehold's `table`, `schema`, `pool` and `push`), the store's options, Node and Lambda (node-postgres
  * speaks TCP; a Worker would need Cloudflare's socket API, which is not tested here), the password
  * from PGPASSWORD when the URL has none, and the table's DDL, which the store runs on first use and
  * `leasehold migrate` runs or prints (docs/postgres.md). The store is src/stores/postgres.ts.
@@ -152,6 +152,8 @@ export interface PostgresUrl {
   table?: string;
   schema?: string;
   poolSize?: number;
+  /** `push=off`: no NOTIFY and no LISTEN (behind PgBouncer in transaction mode, say). */
+  push?: false;
 }
 
 /** libpq parameters node-postgres understands and passes on. */
@@ -167,7 +169,7 @@ const DRIVER_PARAMS = [
   "uselibpqcompat",
 ];
 /** leasehold's own parameters. */
-const OWN_PARAMS = ["table", "schema", "pool"];
+const OWN_PARAMS = ["table", "schema", "pool", "push"];
 
 interface PostgresModule {
   PostgresStore: new (options: PostgresStoreOptions) => LeaseStore;
@@ -177,7 +179,7 @@ export const postgresBackend: Backend<PostgresUrl> = {
   kind: "postgres",
   schemes: ["postgres", "postgresql"],
   forms: [
-    "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE?table=TABLE&schema=SCHEMA&pool=N&sslmode=MODE (password also from PGPASSWORD; postgresql:// too)",
+    "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE?table=TABLE&schema=SCHEMA&pool=N&push=off&sslmode=MODE (password also from PGPASSWORD; postgresql:// too)",
   ],
   options: postgresOptionsSchema,
   runtimes: {
@@ -212,18 +214,23 @@ export const postgresBackend: Backend<PostgresUrl> = {
       parts.check(poolSize, Number(pool), 'query parameter "pool"', pool);
     }
     // Only when present: deleting re-encodes the whole query (a socket folder's "/" as %2F, equal to libpq).
+    const push = params.get("push");
+    if (push !== undefined && push !== "on" && push !== "off") {
+      throw parts.invalid('query parameter "push"', `expected "on" or "off", got ${JSON.stringify(push)}`);
+    }
     for (const own of OWN_PARAMS) if (url.searchParams.has(own)) url.searchParams.delete(own);
     return {
       kind: "postgres",
       connectionString: url.href,
       ...parts.defined({ table, schema, poolSize: pool === undefined ? undefined : Number(pool) }),
+      ...(push === "off" ? { push: false as const } : {}),
     };
   },
   module: "./stores/postgres.js",
   open(spec, { env, create, client, module }) {
     const { PostgresStore } = module as PostgresModule;
     const table = parts.defined({ table: spec.table, schema: spec.schema });
-    const creates = create ? {} : { createTable: false };
+    const creates = { ...(create ? {} : { createTable: false }), ...(spec.push === false ? { push: false } : {}) };
     if (client !== undefined) return new PostgresStore({ pool: client as Pool, ...table, ...creates });
     return new PostgresStore({
       connectionString: withPassword(spec.connectionString, env.PGPASSWORD),

@@ -171,6 +171,8 @@ export const serverFields = {
   AZURE_STORAGE_CONNECTION_STRING: envText,
   AZURE_STORAGE_KEY: envText,
   AZURE_STORAGE_SAS_TOKEN: envText,
+  /** The postgres:// store's password when its URL names none (a secret). */
+  PGPASSWORD: envText,
   /** Read by leasehold on the Worker only (no IAM role there); on Node and Lambda the AWS SDK reads them. */
   AWS_ACCESS_KEY_ID: envText,
   AWS_SECRET_ACCESS_KEY: envText,
@@ -217,6 +219,9 @@ export const NOT_READ_BY: Partial<Record<ServerVariable, Partial<Record<Entry, s
       { worker: "it is the key of an azblob:// store, and the Worker serves Durable Objects or DynamoDB only" },
     ]),
   ),
+  PGPASSWORD: {
+    worker: "it is the password of a postgres:// store, and the Worker serves Durable Objects or DynamoDB only",
+  },
 };
 
 /** LEASEHOLD_* names that are not server settings but are known (so no typo warning): */
@@ -351,6 +356,7 @@ export function readServerConfig(env: Env, entry: Entry, flags: ServeFlags = {})
     "AZURE_STORAGE_CONNECTION_STRING",
     "AZURE_STORAGE_KEY",
     "AZURE_STORAGE_SAS_TOKEN",
+    "PGPASSWORD",
   ] as const) {
     const value = v[name];
     if (value !== undefined) storeEnv[name] = value;
