@@ -4,6 +4,8 @@
  * without DDL rights, the durability settings it refuses, tables of another shape, batch reads,
  * `postgres://` URLs and `leasehold doctor`.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresMigrationSql } from "../src/backends/postgres.js";
@@ -267,6 +269,11 @@ describe("postgres:// URLs", () => {
       poolSize: 4,
     });
     expect(parseStoreUrl("postgresql://db/app")).toEqual({ kind: "postgres", connectionString: "postgresql://db/app" });
+    expect(parseStoreUrl("postgres://db/app?push=off")).toEqual({
+      kind: "postgres",
+      connectionString: "postgres://db/app",
+      push: false,
+    });
     expect(parseStoreUrl("postgres://app@localhost/app?host=/var/run/postgresql")).toMatchObject({
       connectionString: "postgres://app@localhost/app?host=/var/run/postgresql",
     });
@@ -278,6 +285,7 @@ describe("postgres:// URLs", () => {
     ["postgres://db/app?pool=0", 'query parameter "pool": expected at least 1 connection'],
     ["postgres://db/app?pool=many", 'query parameter "pool": expected a number of connections'],
     ["postgres://db/a/b", "postgres database: expected one database name"],
+    ["postgres://db/app?push=no", 'query parameter "push": expected "on" or "off"'],
     ["postgres:///app", "postgres host: expected postgres://USER@HOST"],
     ["postgres://db/app#x", "fragment"],
   ])("%s is refused naming the part", (text, message) => {
@@ -338,6 +346,11 @@ describe("leasehold migrate and doctor on postgres://", () => {
     const sqlite = io();
     expect(await runCli(["migrate", "sqlite::memory:"], sqlite.cli)).toBe(2);
     expect(sqlite.err.join("\n")).toContain("the sqlite store needs no migration");
+  });
+
+  it("docs/postgres.md shows the SQL the store and migrate run", () => {
+    const doc = readFileSync(join(import.meta.dirname, "..", "docs", "postgres.md"), "utf8");
+    expect(doc).toContain(`\`\`\`sql\n${postgresMigrationSql({ table: "leasehold_leases" })}\n\`\`\``);
   });
 
   it("doctor: every check passes", async () => {

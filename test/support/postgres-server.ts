@@ -236,6 +236,11 @@ async function template(owner: Owner | undefined): Promise<string> {
   return join(dir, "data");
 }
 
+/** Makes the template cluster now (test:setup), so the first test run does not. */
+export async function installPostgresTemplate(): Promise<void> {
+  await template(serverOwner());
+}
+
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<RunningPostgres> {
   if (!existsSync(join(PG_BIN, "postgres"))) {
     throw new Error(
