@@ -10,6 +10,7 @@
  *   gcs://BUCKET/PREFIX?endpoint=http://127.0.0.1:4443&project=my-project
  *   s3://BUCKET/PREFIX?region=eu-west-1&endpoint=http://127.0.0.1:7070&pathStyle=true
  *   azblob://ACCOUNT/CONTAINER/PREFIX?endpoint=http://127.0.0.1:10000/ACCOUNT
+ *   postgres://USER:PASSWORD@HOST:5432/DATABASE?table=leasehold_leases&schema=public&pool=10
  *   http://HOST[:PORT]/  https://HOST/   (the leasehold API; bearer token from env LEASEHOLD_TOKEN)
  *   durable-object:LEASES                 (on the Worker: its namespace binding, passed as the client)
  *
@@ -51,7 +52,7 @@ export interface OpenStoreOptions {
   /**
    * Environment variables to take defaults from: LEASEHOLD_TOKEN (http), AWS_REGION /
    * AWS_DEFAULT_REGION (dynamodb, s3), GOOGLE_CLOUD_PROJECT (gcs), AZURE_STORAGE_CONNECTION_STRING /
-   * AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN (azblob). Nothing is read when omitted. (The AWS
+   * AZURE_STORAGE_KEY / AZURE_STORAGE_SAS_TOKEN (azblob), PGPASSWORD (postgres). Nothing is read when omitted. (The AWS
    * SDK reads its own credentials chain from the process environment.)
    */
   env?: Record<string, string | undefined>;
@@ -62,7 +63,7 @@ export interface OpenStoreOptions {
   create?: boolean;
   /**
    * A client of the backend's SDK to use instead of one built from the URL and the environment
-   * (an `S3Client`, a GCS `Storage`, an Azure `ContainerClient`, a `DynamoDBClient`); the URL
+   * (an `S3Client`, a GCS `Storage`, an Azure `ContainerClient`, a `DynamoDBClient`, a `pg.Pool`); the URL
    * still names the bucket, table or container. The store never closes it. For
    * `durable-object:BINDING`, the Worker's namespace binding.
    */

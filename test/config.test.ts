@@ -112,6 +112,7 @@ const READS: Record<ServerVariable, { value: string; check: (c: ReturnType<typeo
   LEASEHOLD_LOG: { value: "json", check: (c) => expect(c.logFormat).toBe("json") },
   AZURE_STORAGE_KEY: { value: "a2V5", check: (c) => expect(c.storeEnv.AZURE_STORAGE_KEY).toBe("a2V5") },
   AZURE_STORAGE_SAS_TOKEN: { value: "sv=1", check: (c) => expect(c.storeEnv.AZURE_STORAGE_SAS_TOKEN).toBe("sv=1") },
+  PGPASSWORD: { value: "s3cret", check: (c) => expect(c.storeEnv.PGPASSWORD).toBe("s3cret") },
   // The DynamoDB store's keys (a Worker's secrets; elsewhere what the AWS SDK would read first too).
   AWS_ACCESS_KEY_ID: { value: "AKIATEST", check: (c) => expect(c.storeEnv.AWS_ACCESS_KEY_ID).toBe("AKIATEST") },
   AWS_SECRET_ACCESS_KEY: { value: "secret", check: (c) => expect(c.storeEnv.AWS_SECRET_ACCESS_KEY).toBe("secret") },

@@ -27,6 +27,7 @@ it("every example file appears in docs/fencing.md", () => {
     "examples/fencing/dynamodb.ts",
     "examples/fencing/gcs.ts",
     "examples/fencing/leader.ts",
+    "examples/fencing/postgres.ts",
     "examples/fencing/sqlite.ts",
   ]);
   for (const { file, code } of examples) expect(doc, file).toContain(`\`\`\`ts\n${code}\n\`\`\``);

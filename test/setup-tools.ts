@@ -5,7 +5,8 @@
  * optional on a developer's machine: fake-gcs-server, versitygw, oapi-codegen and toxiproxy-server
  * with Go, the Go module's (clients/go, clients/go/k8slock) dependencies and build cache (client-go's compile takes
  * minutes on 2 cores), Schemathesis and mfusepy in virtualenvs, the AWS Lambda Node.js runtime
- * interface client (a native build), and nginx (Debian's package, extracted).
+ * interface client (a native build), nginx (Debian's package, extracted), and PostgreSQL's test
+ * cluster (initdb from Debian's postgresql-15, which .ci/run installs).
  */
 import { rmSync } from "node:fs";
 import { installFakeGcs } from "./servers/fake-gcs.server.js";
@@ -15,6 +16,7 @@ import { buildGoPrograms, go, goModuleDir, k8slockDir } from "./support/go-modul
 import { installLambdaRic } from "./support/lambda-ric.js";
 import { installNginx } from "./support/nginx.js";
 import { oapiCodegen } from "./support/oapi-codegen.js";
+import { installPostgresTemplate } from "./support/postgres-server.js";
 import { installPowerLossFs } from "./support/power-loss-fs.js";
 import { installSchemathesis } from "./support/schemathesis.js";
 import { toxiproxyProgram } from "./support/toxiproxy.js";
@@ -43,3 +45,4 @@ await timed("Schemathesis", installSchemathesis);
 await timed("mfusepy (the power-loss file system)", installPowerLossFs);
 await timed("aws-lambda-ric (the Lambda Node.js runtime)", installLambdaRic);
 await timed("nginx (key-affinity routing)", installNginx);
+await timed("PostgreSQL's test cluster (initdb, from Debian's postgresql-15)", installPostgresTemplate);

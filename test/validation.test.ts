@@ -12,7 +12,7 @@ import { ManualClock } from "../src/clock.js";
 import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { Elector } from "../src/elector.js";
 import { LeaseValidationError } from "../src/errors.js";
-import { type LeaseRecord, MAX_METADATA_BYTES, NAME_RULE, RECORD_NAME_RULE } from "../src/lease.js";
+import { type LeaseRecord, MAX_METADATA_BYTES, RECORD_NAME_RULE } from "../src/lease.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

@@ -5,6 +5,7 @@ import { DynamoDbStore } from "../../src/backends/dynamodb/store.js";
 import { GcsStore } from "../../src/backends/gcs/store.js";
 import { HttpStore } from "../../src/backends/http/store.js";
 import { MemoryStore } from "../../src/backends/memory/store.js";
+import { PostgresStore } from "../../src/backends/postgres/store.js";
 import { S3Store } from "../../src/backends/s3/store.js";
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import type { LeaseStore } from "../../src/lease.js";
@@ -18,11 +19,12 @@ import {
   startVersitygw,
 } from "../../test/servers/versitygw.server.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../../test/support/dynamo-server.js";
+import { startPostgres } from "../../test/support/postgres-server.js";
 import { tempDir } from "./common.js";
 import { CountingStore } from "./counting-store.js";
 
-export type BackendName = "memory" | "sqlite" | "http" | "dynamodb" | "gcs" | "s3" | "azure-blob";
-export const BACKENDS: BackendName[] = ["memory", "sqlite", "http", "dynamodb", "gcs", "s3", "azure-blob"];
+export type BackendName = "memory" | "sqlite" | "http" | "dynamodb" | "gcs" | "s3" | "azure-blob" | "postgres";
+export const BACKENDS: BackendName[] = ["memory", "sqlite", "http", "dynamodb", "gcs", "s3", "azure-blob", "postgres"];
 
 export interface Backend {
   name: BackendName;
@@ -101,6 +103,23 @@ export async function openBackend(name: BackendName): Promise<Backend> {
         name,
         store: () => {
           const store = new S3Store({ bucket, ...config, credentials: S3_TEST_CREDENTIALS });
+          stores.push(store);
+          return store;
+        },
+        close: async () => {
+          await Promise.all(stores.map((s) => s.close()));
+          await server.stop();
+        },
+      };
+    }
+    case "postgres": {
+      // A server of its own; each candidate its own store and pool, as a process of its own would.
+      const server = await startPostgres();
+      const stores: PostgresStore[] = [];
+      return {
+        name,
+        store: () => {
+          const store = new PostgresStore({ connectionString: server.url, poolSize: 2 });
           stores.push(store);
           return store;
         },

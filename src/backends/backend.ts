@@ -65,6 +65,11 @@ export interface Backend<Spec extends { kind: string } = { kind: string }> {
   module?: string;
   /** Opens the store a parsed URL names, from its loaded module. */
   open(spec: Spec, context: OpenContext): LeaseStore;
+  /**
+   * The DDL that makes this backend's storage, for backends whose store creates it on first use
+   * (PostgreSQL): `leasehold migrate` prints it or runs it, for roles that may not run DDL.
+   */
+  migration?(spec: Spec): string;
 }
 
 /** A store module as `open` receives it (`OpenContext.module`): its store class under `Name`. */

@@ -11,5 +11,6 @@ export { dynamoDbBackend } from "./dynamodb/backend.js";
 export { gcsBackend } from "./gcs/backend.js";
 export { httpBackend } from "./http/backend.js";
 export { memoryBackend } from "./memory/backend.js";
+export { postgresBackend } from "./postgres/backend.js";
 export { s3Backend } from "./s3/backend.js";
 export { sqliteBackend } from "./sqlite/backend.js";

@@ -17,6 +17,7 @@ import {
 } from "../errors.js";
 import { type ChosenStore, chooseStoreUrl, DEFAULT_DB, storeUrlFormsOn } from "../open-store.js";
 import { doctorCommand } from "./doctor.js";
+import { migrateCommand } from "./migrate.js";
 import { migrateGroupCommand } from "./migrate-group.js";
 import { authFailure, type CliIo, EXIT_RUNTIME, EXIT_USAGE, errorMessage } from "./output.js";
 import { releaseCommand } from "./release.js";
@@ -249,6 +250,27 @@ Examples:
       setExitCode(
         await doctorCommand({ store: url, rounds: opts.rounds, writers: opts.writers, json: opts.json === true }, io),
       );
+    });
+
+  program
+    .command("migrate")
+    .description(
+      "make the storage a store needs before its first use (PostgreSQL's lease table), as a role that may run DDL",
+    )
+    .argument("<store-url>", "the store, e.g. postgres://admin@db.internal/app")
+    .option("--print", "print the SQL instead of running it (connects to nothing)", false)
+    .addHelpText(
+      "after",
+      `
+The store makes its table on first use when its role may; run this once as a role that may, so
+the application's role needs only SELECT, INSERT and UPDATE on the table (docs/postgres.md).
+
+Examples:
+  leasehold migrate postgres://admin@db.internal:5432/app
+  leasehold migrate --print 'postgres://db.internal/app?schema=ops&table=leases' > leases.sql`,
+    )
+    .action(async (url: string, opts) => {
+      setExitCode(await migrateCommand({ store: url, print: opts.print === true }, io));
     });
 
   program

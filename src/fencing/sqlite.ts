@@ -20,41 +20,17 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { z } from "zod";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
-import { zodIssues } from "../lease.js";
-import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
+import { FenceCorruptError, parseStoredTerm, StaleTermError } from "./fence.js";
+import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
+export type { FencedUpdateOutcome } from "./sql.js";
 
 /** A value better-sqlite3 binds. */
 export type SqlValue = string | number | bigint | Uint8Array | null;
 
-export interface FencedUpdateOptions {
-  /** Table name (quoted as an identifier; `schema.table` is not split). */
-  table: string;
-  /** The row's key columns and values: the fenced resource. With insert-if-absent they must be the table's primary key or a unique index. */
-  key: Record<string, SqlValue>;
-  /**
-   * Columns to write. With insert-if-absent they must make a valid new row (every NOT NULL column
-   * without a default), since SQLite checks the row to insert before it finds the conflict. Empty
-   * with `insertIfAbsent: false`: only the fence moves up to `term` (a new leader claiming a row).
-   */
-  set: Record<string, SqlValue>;
-  /** The writer's term: the write applies only if the row's term is NULL or <= this. */
-  term: number;
-  /** Integer column holding the row's fence. Default "term". */
-  termColumn?: string;
-  /** Insert the row when it is absent (an upsert). Default true; false returns "absent" instead. */
-  insertIfAbsent?: boolean;
-}
-
-/** "written": the row was inserted or updated. "absent": no such row and `insertIfAbsent: false`. */
-export type FencedUpdateOutcome = "written" | "absent";
-
-const identifier = z
-  .string({ error: "expected a column name" })
-  .min(1, { error: "expected a non-empty name" })
-  .max(128, { error: "expected at most 128 characters" })
-  .refine((s) => !s.includes("\0"), { error: "expected no NUL character" });
+/** The row to write, and the term that writes it (./sql.ts); values better-sqlite3 binds. */
+export type FencedUpdateOptions = SqlFenceOptions<SqlValue>;
 
 const sqlValue = z.custom<SqlValue>(
   (v) =>
@@ -65,30 +41,6 @@ const sqlValue = z.custom<SqlValue>(
     v instanceof Uint8Array,
   { error: "expected a string, a finite number, a bigint, a Uint8Array or null" },
 );
-
-const optionsSchema = z
-  .strictObject({
-    table: identifier,
-    key: z
-      .record(
-        identifier,
-        sqlValue.refine((v) => v !== null, { error: "expected a value (a key is never NULL)" }),
-      )
-      .refine((k) => Object.keys(k).length > 0, { error: "expected at least one key column" }),
-    set: z.record(identifier, sqlValue),
-    term: termSchema,
-    termColumn: identifier.default("term"),
-    insertIfAbsent: z.boolean({ error: "expected true or false" }).default(true),
-  })
-  .superRefine((o, ctx) => {
-    const keys = new Set(Object.keys(o.key));
-    for (const column of Object.keys(o.set)) {
-      if (keys.has(column)) ctx.addIssue({ code: "custom", path: ["set", column], message: "is a key column" });
-    }
-    if (keys.has(o.termColumn) || Object.hasOwn(o.set, o.termColumn)) {
-      ctx.addIssue({ code: "custom", path: ["termColumn"], message: "the fence column must not be in key or set" });
-    }
-  });
 
 const WRITTEN = Symbol("written");
 const ABSENT = Symbol("absent");
@@ -110,9 +62,7 @@ const cache = new WeakMap<BetterSqlite3.Database, Map<string, Statements>>();
  * a whole number, `LeaseValidationError` for bad options (nothing is sent then).
  */
 export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOptions): FencedUpdateOutcome {
-  const result = optionsSchema.safeParse(options);
-  if (!result.success) throw new LeaseValidationError("fencedUpdate options", zodIssues(result.error));
-  const o = result.data;
+  const o = parseFenceOptions(sqlValue, options);
   if (typeof (db as { prepare?: unknown } | null)?.prepare !== "function") {
     throw new LeaseValidationError("fencedUpdate", [{ path: "db", message: "expected a better-sqlite3 Database" }]);
   }
@@ -124,7 +74,7 @@ export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOp
   const params = o.insertIfAbsent ? [...keyValues, ...setValues, o.term] : [...setValues, o.term, ...keyValues, o.term];
   const fence = statements.transaction.immediate(params, keyValues);
   if (fence === WRITTEN) return "written";
-  const resource = `table "${o.table}" row ${describeKey(o.key)}`;
+  const resource = rowResource(o.table, o.key);
   if (fence === ABSENT) {
     if (o.insertIfAbsent) {
       // Only something outside the statement (a trigger ignoring the row) can get here.
@@ -185,15 +135,4 @@ function prepare(
   };
   perDb.set(signature, statements);
   return statements;
-}
-
-/** An SQL identifier, quoted: any name is safe, none is interpreted as SQL. */
-function quote(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-function describeKey(key: Record<string, SqlValue>): string {
-  return JSON.stringify(key, (_k, v: unknown) =>
-    typeof v === "bigint" ? v.toString() : v instanceof Uint8Array ? "(bytes)" : v,
-  );
 }
