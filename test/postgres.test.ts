@@ -5,6 +5,7 @@
  * postgres-connections (killed connections, ambiguous writes), postgres-push (LISTEN/NOTIFY) and
  * postgres-crash (SIGKILL of the server under load).
  */
+import pg from "pg";
 import { PostgresStore } from "../src/backends/postgres/store.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
@@ -21,7 +22,19 @@ const create = async () => {
   const store = new PostgresStore({ connectionString: url, table, poolSize: 4 });
   return { store, dispose: () => store.close() };
 };
-describeStoreContract("postgres", { create, conflictCarriesCurrent: true });
+describeStoreContract("postgres", {
+  create,
+  conflictCarriesCurrent: true,
+  // JSON that is not a record (a foreign tool's row), at a sound revision: the column takes only JSON.
+  plantUnreadable: async (name) => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      await pool.query(`INSERT INTO ${table} (name, rev, record) VALUES ($1, 3, $2::json)`, [name, '{"holder":5}']);
+    } finally {
+      await pool.end();
+    }
+  },
+});
 
 // The elector, bound and sharded suites run on a manual clock, which lets the store's calls settle
 // before it moves but cannot wait for a notification still on its way to the listener: they run

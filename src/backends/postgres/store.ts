@@ -45,16 +45,18 @@ import {
   type CallOptions,
   type LeaseRecord,
   type LeaseStore,
+  type Listed,
   type ListOptions,
   parseRecord,
   prefixUpperBound,
   type Revision,
   type Stored,
   validate,
-  validateName,
   validatePrefix,
   validateRecord,
+  validateRecordName,
 } from "../../lease.js";
+import { orUnreadable, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import {
@@ -194,7 +196,7 @@ export class PostgresStore implements LeaseStore {
   }
 
   async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     return this.read(name, options);
   }
 
@@ -234,7 +236,7 @@ export class PostgresStore implements LeaseStore {
 
   /** In batches of 500 names, each one `SELECT ... WHERE name = ANY($1)`, as strong as `get`. */
   async getMany(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateName(name);
+    for (const name of names) validateRecordName(name);
     const found = new Map<string, Stored>();
     const unique = [...new Set(names)];
     for (let i = 0; i < unique.length; i += READ_BATCH) {
@@ -249,14 +251,15 @@ export class PostgresStore implements LeaseStore {
     parseRevision(revision);
   }
 
-  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Stored> {
+  async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
     let after = options.startAfter ?? "";
     let left = options.limit ?? Number.POSITIVE_INFINITY;
     while (left > 0) {
       const size = Math.min(PAGE, left);
       const rows = await this.query("read", prefix, this.sql.page, [prefix, prefixUpperBound(prefix), after, size]);
-      for (const row of rows) yield toStored(row.name, row);
+      // A row that cannot be read is yielded in its place (src/listing.ts): the rest are served.
+      for (const row of rows) yield orUnreadable(() => toStored(row.name, row));
       if (rows.length < size) return;
       left -= rows.length;
       after = rows[rows.length - 1]?.name ?? after;
@@ -287,7 +290,7 @@ export class PostgresStore implements LeaseStore {
 
   /** Push: one stream of the lease, the current record first, then each newer one (./postgres-listener.ts). */
   private async *follow(listener: PostgresListener, name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
-    validateName(name);
+    validateRecordName(name);
     await this.ensureReady();
     const mailbox = new Mailbox<Stored | null>();
     const unsubscribe = await listener.subscribe(name, (stored) => mailbox.put(stored));
@@ -579,7 +582,7 @@ function toStored(name: string, row: Row): Stored {
       { path: "rev", message: `expected a positive integer revision, got ${JSON.stringify(row.rev)}` },
     ]);
   }
-  return { record: parseRecord(name, row.record), revision: row.rev };
+  return storedAt(row.rev, () => parseRecord(name, row.record));
 }
 
 /** Where the server is, for messages: host, port and database, never the password. */
