@@ -76,10 +76,11 @@ export interface ObjectTarget {
    */
   write(body: Body, metadata: Record<string, string>, version: string | null): Promise<string | Changed>;
   /**
-   * Called once the body of an attempt is known, before its upload: a backend refuses there what
-   * its versions cannot fence (S3: the same bytes again, whose ETag would not change).
+   * Called once the body of an attempt is known, before its upload, with the object as read and
+   * its stored term: a backend refuses there what its versions cannot fence (S3: the same bytes
+   * again, whose ETag would not change).
    */
-  beforeWrite?(body: Body, current: ObjectState | null, term: number): void;
+  beforeWrite?(body: Body, current: ObjectState | null, stored: number | undefined, term: number): void;
 }
 
 export interface ObjectFenceResult {
@@ -172,19 +173,15 @@ export async function fencedObjectWrite(
   for (let attempt = 1; attempt <= o.maxAttempts; attempt++) {
     const current = await target.read(typeof o.data === "function");
     if (isChanged(current)) continue; // replaced while it was being read
-    const stored = current === null ? undefined : metadataValue(current.metadata, o.termKey);
     // Only reachable after a failed condition: a retried upload of ours had applied.
     if (current !== null && metadataValue(current.metadata, o.writeIdKey) === writeId) {
       return { version: current.version, attempts: attempt - 1 };
     }
-    refuseOlder(
-      target.resource,
-      o.term,
-      parseStoredTerm(target.resource, stored),
-      conflict === undefined ? undefined : { cause: conflict },
-    );
+    const stored =
+      current === null ? undefined : parseStoredTerm(target.resource, metadataValue(current.metadata, o.termKey));
+    refuseOlder(target.resource, o.term, stored, conflict === undefined ? undefined : { cause: conflict });
     const body = typeof o.data === "function" ? await o.data(current?.content ?? null) : o.data;
-    target.beforeWrite?.(body, current, o.term);
+    target.beforeWrite?.(body, current, stored, o.term);
     const metadata = { ...o.metadata, [o.termKey]: String(o.term), [o.writeIdKey]: writeId };
     const written = await target.write(body, metadata, current === null ? null : current.version);
     if (!isChanged(written)) return { version: written, attempts: attempt };
