@@ -69,7 +69,7 @@ const optionsSchema = objectFenceSchema({
   defaultTermKey: DEFAULT_TERM_KEY,
   extra: {
     contentType: z.string({ error: "expected a content type" }).min(1).optional(),
-    metadata: z.record(metadataName, z.string({ error: "expected a string value" })).optional(),
+    metadata: z.record(z.string(), z.string({ error: "expected a string value" })).optional(),
     abortSignal: z
       .custom<AbortSignal>((s) => s instanceof AbortSignal, { error: "expected an AbortSignal" })
       .optional(),
@@ -89,23 +89,25 @@ const utf8 = new TextEncoder();
  */
 export async function fencedWrite(blob: BlockBlobClient, options: FencedWriteOptions): Promise<FencedWriteResult> {
   const o = parseFenceOptions("fencedWrite options", optionsSchema, options);
-  checkFenceKeys("fencedWrite options", { termKey: o.termKey, writeIdKey: WRITE_ID_KEY }, o.metadata, "metadata");
+  const keys = { termKey: o.termKey, writeIdKey: WRITE_ID_KEY };
+  checkFenceKeys("fencedWrite options", keys, o.metadata, "metadata", metadataName);
   if (typeof (blob as { upload?: unknown } | null)?.upload !== "function") {
     throw new LeaseValidationError("fencedWrite", [
       { path: "blob", message: "expected a BlockBlobClient (container.getBlockBlobClient(name))" },
     ]);
   }
-  const signal = o.abortSignal ? { abortSignal: o.abortSignal } : {};
+  // A fresh object per call: the SDK writes its defaults (conditions, retries) into the options it is given.
+  const signal = () => (o.abortSignal ? { abortSignal: o.abortSignal } : {});
   const { version, attempts } = await fencedObjectWrite(
     {
       resource: blob.url.split("?")[0] ?? blob.name, // without a SAS token: it is a credential
       async read(withContent): Promise<ObjectState | null> {
         try {
           if (!withContent) {
-            const properties = await blob.getProperties(signal);
+            const properties = await blob.getProperties(signal());
             return { version: properties.etag ?? "", metadata: properties.metadata ?? {} };
           }
-          const got: BlobDownloadResponseParsed = await blob.download(0, undefined, signal);
+          const got: BlobDownloadResponseParsed = await blob.download(0, undefined, signal());
           return { version: got.etag ?? "", metadata: got.metadata ?? {}, content: await bodyBytes(got) };
         } catch (error) {
           if (statusOf(error) === 404) return null;
@@ -116,10 +118,10 @@ export async function fencedWrite(blob: BlockBlobClient, options: FencedWriteOpt
         const bytes = typeof body === "string" ? utf8.encode(body) : body;
         try {
           const out = await blob.upload(bytes, bytes.byteLength, {
+            ...signal(),
             conditions: etag === null ? { ifNoneMatch: "*" } : { ifMatch: etag },
             metadata,
             ...(o.contentType === undefined ? {} : { blobHTTPHeaders: { blobContentType: o.contentType } }),
-            ...signal,
           });
           return out.etag ?? "";
         } catch (error) {

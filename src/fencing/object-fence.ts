@@ -129,18 +129,23 @@ export function parseFenceOptions<S extends z.ZodType>(what: string, schema: S, 
 /**
  * Refuses (LeaseValidationError, `what`) a `termKey` that is the write id's key, and your own
  * metadata (at `path`) using either fence key, compared without case (S3 and Azure keys travel as
- * case-insensitive HTTP headers).
+ * case-insensitive HTTP headers), or a key the backend cannot store (`keyRule`).
  */
 export function checkFenceKeys(
   what: string,
   keys: { termKey: string; writeIdKey: string },
   metadata: Record<string, unknown> | undefined,
   path: string,
+  keyRule?: z.ZodString,
 ): void {
   const reserved = new Set([keys.termKey.toLowerCase(), keys.writeIdKey.toLowerCase()]);
-  const issues = Object.keys(metadata ?? {})
-    .filter((k) => reserved.has(k.toLowerCase()))
-    .map((k) => ({ path: `${path}.${k}`, message: "is reserved for the fence" }));
+  const issues = Object.keys(metadata ?? {}).flatMap((k) => {
+    if (reserved.has(k.toLowerCase())) return [{ path: `${path}.${k}`, message: "is reserved for the fence" }];
+    const checked = keyRule?.safeParse(k);
+    return checked?.success === false
+      ? [{ path: `${path}.${k}`, message: checked.error.issues[0]?.message ?? "" }]
+      : [];
+  });
   if (keys.termKey.toLowerCase() === keys.writeIdKey.toLowerCase()) {
     issues.push({ path: "termKey", message: "is reserved" });
   }

@@ -106,7 +106,8 @@ export async function fencedPutObject(
   if (issues.length > 0) throw new LeaseValidationError("fencedPutObject", issues);
   const o = parseFenceOptions("fencedPutObject options", optionsSchema, options);
   checkFenceKeys("fencedPutObject", { termKey: o.termKey, writeIdKey: WRITE_ID_KEY }, input.Metadata, "input.Metadata");
-  const send = o.abortSignal ? { abortSignal: o.abortSignal } : {};
+  // A fresh object per call: an SDK may write its defaults into the options it is given.
+  const send = () => (o.abortSignal ? { abortSignal: o.abortSignal } : {});
   const { Bucket, Key } = input as { Bucket: string; Key: string };
   const { version, attempts } = await fencedObjectWrite(
     {
@@ -122,7 +123,7 @@ export async function fencedPutObject(
               Metadata: metadata,
               ...(etag === null ? { IfNoneMatch: "*" } : { IfMatch: etag }),
             }),
-            send,
+            send(),
           );
           return out.ETag ?? "";
         } catch (error) {
@@ -145,14 +146,14 @@ async function readObject(
   Bucket: string,
   Key: string,
   withContent: boolean,
-  send: { abortSignal?: AbortSignal },
+  send: () => { abortSignal?: AbortSignal },
 ): Promise<ObjectState | null> {
   try {
     if (!withContent) {
-      const head = await client.send(new HeadObjectCommand({ Bucket, Key }), send);
+      const head = await client.send(new HeadObjectCommand({ Bucket, Key }), send());
       return { version: head.ETag ?? "", metadata: head.Metadata ?? {} };
     }
-    const got = await client.send(new GetObjectCommand({ Bucket, Key }), send);
+    const got = await client.send(new GetObjectCommand({ Bucket, Key }), send());
     const content = (await got.Body?.transformToByteArray()) ?? new Uint8Array();
     return { version: got.ETag ?? "", metadata: got.Metadata ?? {}, content };
   } catch (error) {
