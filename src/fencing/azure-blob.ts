@@ -28,10 +28,11 @@ import {
   changed,
   checkFenceKeys,
   fencedObjectWrite,
-  type ObjectFenceOptions,
   type ObjectState,
   objectFenceSchema,
   parseFenceOptions,
+  type UploadFenceOptions,
+  uploadFields,
 } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
@@ -41,11 +42,8 @@ export const DEFAULT_TERM_KEY = "leasehold_term";
 /** Metadata name of the write id that recognises our own retried Put Blob. */
 export const WRITE_ID_KEY = "leasehold_write_id";
 
-export interface FencedWriteOptions extends ObjectFenceOptions {
-  /** Content type of the blob. Default: Azure's (application/octet-stream). */
-  contentType?: string;
-  /** Your own metadata, stored with each Put Blob (the fence's names are reserved). */
-  metadata?: Record<string, string>;
+/** `contentType` defaults to Azure's (application/octet-stream); `metadata` names are C# identifiers. */
+export interface FencedWriteOptions extends UploadFenceOptions {
   /** Metadata name holding the fence. Default "leasehold_term". */
   termKey?: string;
   /** Passed to every request. */
@@ -68,8 +66,7 @@ const optionsSchema = objectFenceSchema({
   keyRule: metadataName,
   defaultTermKey: DEFAULT_TERM_KEY,
   extra: {
-    contentType: z.string({ error: "expected a content type" }).min(1).optional(),
-    metadata: z.record(z.string(), z.string({ error: "expected a string value" })).optional(),
+    ...uploadFields,
     abortSignal: z
       .custom<AbortSignal>((s) => s instanceof AbortSignal, { error: "expected an AbortSignal" })
       .optional(),

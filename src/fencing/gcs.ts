@@ -17,7 +17,6 @@
  * uploads. Node only (the GCS SDK is); it takes your `File` and never loads the SDK itself.
  */
 import type { File, FileMetadata } from "@google-cloud/storage";
-import { z } from "zod";
 import { LeaseValidationError } from "../errors.js";
 import {
   type Body,
@@ -25,10 +24,12 @@ import {
   changed,
   checkFenceKeys,
   fencedObjectWrite,
-  type ObjectFenceOptions,
+  lowerCaseKey,
   type ObjectState,
   objectFenceSchema,
   parseFenceOptions,
+  type UploadFenceOptions,
+  uploadFields,
 } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
@@ -38,11 +39,8 @@ export const DEFAULT_TERM_KEY = "leasehold-term";
 /** Custom metadata key of the write id that recognises our own retried upload. */
 export const WRITE_ID_KEY = "leasehold-write-id";
 
-export interface FencedWriteOptions extends ObjectFenceOptions {
-  /** Content type of the upload. Default: the SDK's guess from the object name. */
-  contentType?: string;
-  /** Your own custom metadata, stored with each upload (the fence's keys are reserved). */
-  metadata?: Record<string, string>;
+/** `contentType` defaults to the SDK's guess from the object name; `metadata` is custom metadata. */
+export interface FencedWriteOptions extends UploadFenceOptions {
   /** Custom metadata key holding the fence. Default "leasehold-term". */
   termKey?: string;
 }
@@ -55,14 +53,9 @@ export interface FencedWriteResult {
 }
 
 const optionsSchema = objectFenceSchema({
-  keyRule: z
-    .string({ error: "expected a metadata key" })
-    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected 1-63 characters of a-z 0-9 _ -" }),
+  keyRule: lowerCaseKey,
   defaultTermKey: DEFAULT_TERM_KEY,
-  extra: {
-    contentType: z.string({ error: "expected a content type" }).min(1).optional(),
-    metadata: z.record(z.string(), z.string({ error: "expected a string value" })).optional(),
-  },
+  extra: uploadFields,
 });
 
 /**

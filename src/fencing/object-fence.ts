@@ -42,6 +42,25 @@ export interface ObjectFenceOptions {
   maxAttempts?: number;
 }
 
+/** For backends whose helper takes the upload's own fields in its options (GCS, Azure Blob). */
+export interface UploadFenceOptions extends ObjectFenceOptions {
+  /** Content type of the upload. Default: the backend's. */
+  contentType?: string;
+  /** Your own metadata, stored with each upload (the fence's keys are reserved). */
+  metadata?: Record<string, string>;
+}
+
+/** The schema of `UploadFenceOptions`' own fields, for `objectFenceSchema`'s `extra`. */
+export const uploadFields = {
+  contentType: z.string({ error: "expected a content type" }).min(1).optional(),
+  metadata: z.record(z.string(), z.string({ error: "expected a string value" })).optional(),
+};
+
+/** A metadata key as GCS and S3 (`x-amz-meta-…`) take it: lower case, as S3 returns keys anyway. */
+export const lowerCaseKey = z
+  .string({ error: "expected a metadata key" })
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected 1-63 characters of a-z 0-9 _ -" });
+
 /**
  * A version condition that failed, or a version replaced between two reads: read and try again.
  * `cause` is the backend's answer (a 412), kept as the cause of what the loop throws after it.

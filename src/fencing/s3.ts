@@ -36,6 +36,7 @@ import {
   changed,
   checkFenceKeys,
   fencedObjectWrite,
+  lowerCaseKey,
   type ObjectFenceOptions,
   type ObjectState,
   objectFenceSchema,
@@ -73,9 +74,7 @@ export interface FencedPutObjectResult {
 }
 
 const optionsSchema = objectFenceSchema({
-  keyRule: z
-    .string({ error: "expected a metadata key" })
-    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected 1-63 characters of a-z 0-9 _ -" }),
+  keyRule: lowerCaseKey,
   defaultTermKey: DEFAULT_TERM_KEY,
   extra: {
     abortSignal: z
