@@ -13,12 +13,12 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
-import { type DoctorReport, examine, minimumLeaseMs } from "../src/cli/doctor.js";
+import { type DoctorReport, examine, minimumLeaseMs, writerOpener } from "../src/cli/doctor.js";
 import { openStore } from "../src/open-store.js";
 import { serve } from "../src/runtime/node.js";
 import { AZURITE_ACCOUNT, azuriteConnectionString } from "./servers/azurite.server.js";
 import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
-import { startCarelessS3 } from "./support/careless-s3.js";
+import { type CarelessS3, startCarelessS3 } from "./support/careless-s3.js";
 import { CliProcesses } from "./support/cli-processes.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
@@ -36,7 +36,16 @@ async function doctor(url: string, env: Record<string, string | undefined> = {})
   try {
     const scratch = `leasehold-doctor/test-${run++}/`;
     // Emulators have no write-rate limit to respect (fake-gcs-server): no pause between writes.
-    return await examine(store, { store: url, scratch, rounds: 5, writers: 10, pauseMs: 0 });
+    // Each racing writer on a client of its own, as the command does.
+    const openWriter = writerOpener(url, env);
+    return await examine(store, {
+      store: url,
+      scratch,
+      rounds: 5,
+      writers: 10,
+      pauseMs: 0,
+      ...(openWriter ? { openWriter } : {}),
+    });
   } finally {
     await store.close?.();
   }
@@ -132,6 +141,36 @@ describe("leasehold doctor as a command", () => {
       expect(cli.stdout()).toMatch(/^FAIL +create if absent/m);
       expect(cli.stdout()).toContain("it accepted a PUT with If-None-Match: * on an object that exists");
       expect(cli.stdout()).toMatch(/checks FAILED: do not use this store for leases/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("fails on a server that races its conditional writes (moto's flaw, widened): the two races FAIL, each writer on a connection of its own", async () => {
+    const server: CarelessS3 = await startCarelessS3("racy");
+    try {
+      const url = `s3://leases/?region=us-east-1&pathStyle=true&endpoint=${encodeURIComponent(server.endpoint)}`;
+      // More writers than one AWS SDK client opens connections (50): on one shared client, 10 of
+      // them would wait for a connection, after the race.
+      const writers = 60;
+      const cli = procs.start(["doctor", url, "--rounds", "10", "--writers", String(writers), "--json"]);
+      expect((await cli.exited).code).toBe(1);
+      const report = JSON.parse(cli.stdout()) as DoctorReport;
+      const failed = report.cases.filter((c) => !c.ok);
+      expect(failed.map((c) => c.name)).toEqual([
+        "concurrent creates of one lease, many rounds: exactly one wins each round",
+        "concurrent compare-and-swaps on one revision, many rounds: exactly one wins each round",
+      ]);
+      for (const c of failed)
+        expect(c.detail).toMatch(new RegExp(`round \\d+ of 10: \\d+ of ${writers} writers were told they won`));
+      // Each round's racing PUTs came on `writers` connections (client ports): one each.
+      const puts = server.requests.filter((r) => r.method === "PUT" && /-race-\d+\.json$/.test(r.key));
+      const rounds = new Set(puts.map((r) => r.key));
+      expect(rounds.size).toBeGreaterThanOrEqual(2);
+      for (const key of rounds) {
+        const ports = new Set(puts.filter((r) => r.key === key).map((r) => r.port));
+        expect(ports.size, key).toBeGreaterThanOrEqual(writers);
+      }
     } finally {
       await server.close();
     }

@@ -1,6 +1,6 @@
 /**
  * docs/fencing.md shows the files in examples/fencing/ as they are: the tests run those files
- * (fencing-dynamodb, -sqlite, -gcs) and the typecheck compiles them, so every TypeScript block of
+ * (fencing-dynamodb, -sqlite, -gcs, -s3, -azure-blob, -http) and the typecheck compiles them, so every TypeScript block of
  * the page is tested code. A block edited in the page alone, or a file changed without the page,
  * fails here.
  */
@@ -24,10 +24,13 @@ it("every TypeScript block of docs/fencing.md is one of the example files, verba
 
 it("every example file appears in docs/fencing.md", () => {
   expect(examples.map((e) => e.file)).toEqual([
+    "examples/fencing/azure-blob.ts",
     "examples/fencing/dynamodb.ts",
     "examples/fencing/gcs.ts",
+    "examples/fencing/http.ts",
     "examples/fencing/leader.ts",
     "examples/fencing/postgres.ts",
+    "examples/fencing/s3.ts",
     "examples/fencing/sqlite.ts",
   ]);
   for (const { file, code } of examples) expect(doc, file).toContain(`\`\`\`ts\n${code}\n\`\`\``);

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store's push (LISTEN/NOTIFY, src/stores/postgres-listener.ts) against the real
+ * The PostgreSQL store's push (LISTEN/NOTIFY, src/backends/postgres/listener.ts) against the real
  * server, in real time: a follower hears a release by NOTIFY without polling; a watch yields the
  * current record, then each newer one, whatever else is sent on the channel; a lost listener
  * connection is replaced with nothing missed; while it cannot connect, watched leases are polled;

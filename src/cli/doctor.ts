@@ -57,9 +57,16 @@ export async function examine(
     writers: number;
     /** Between writes to one lease; default the store's declared minimum write interval (GCS: 1 s). */
     pauseMs?: number;
+    /**
+     * Opens another client of the same backend, one per racing writer, so the races' writers
+     * reach the server on separate connections (src/testkit/safety-cases.ts). Without it they
+     * share `inner`.
+     */
+    openWriter?: () => Promise<LeaseStore>;
   },
 ): Promise<DoctorReport> {
   const store = new Remembering(inner);
+  const { openWriter } = options;
   const limits = inner.limits;
   const pauseMs = options.pauseMs ?? limits?.minWriteIntervalMs ?? 0;
   const pause = pauseMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, pauseMs)) : undefined;
@@ -76,6 +83,8 @@ export async function examine(
         // The leasehold API stamps renewedAt with its own clock (docs/design.md §5).
         ...(parseStoreUrl(options.store).kind === "http" ? { stampsRenewedAt: true } : {}),
         ...(pause ? { pause } : {}),
+        // The racers' writes are remembered too, so their records are released at the end.
+        ...(openWriter ? { openWriter: async () => new Remembering(await openWriter(), store.latest) } : {}),
       });
       cases.push({ name: safety.name, ok: true, detail: "", ms: performance.now() - started });
     } catch (error) {
@@ -122,9 +131,16 @@ export async function doctorCommand(o: DoctorOptions, io: CliIo): Promise<number
   const scratch = `leasehold-doctor/${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}-${newWriteId().slice(0, 8)}/`;
   if (!o.json)
     io.say(`checking ${o.store} on scratch names ${scratch}... (${o.rounds} rounds of ${o.writers} writers per race)`);
+  const openWriter = writerOpener(o.store, io.env);
   let report: DoctorReport;
   try {
-    report = await examine(store, { store: o.store, scratch, rounds: o.rounds, writers: o.writers });
+    report = await examine(store, {
+      store: o.store,
+      scratch,
+      rounds: o.rounds,
+      writers: o.writers,
+      ...(openWriter ? { openWriter } : {}),
+    });
   } finally {
     await store.close?.();
   }
@@ -155,11 +171,29 @@ export async function doctorCommand(o: DoctorOptions, io: CliIo): Promise<number
   return report.passed ? 0 : EXIT_RUNTIME;
 }
 
+/**
+ * How the races open each writer's own store: for a store reached over the network, a client of its
+ * own (so a connection of its own) from the same URL. Undefined, so writers share one store, for a
+ * memory: store (opened twice it is two stores) and an sqlite: file (each open starts a writer thread).
+ */
+export function writerOpener(
+  url: string,
+  env: Record<string, string | undefined>,
+): (() => Promise<LeaseStore>) | undefined {
+  const kind = parseStoreUrl(url).kind;
+  return kind === "memory" || kind === "sqlite" ? undefined : () => openStore(url, { env });
+}
+
 const fixed = (ms: number) => (ms < 10 ? ms.toFixed(1) : String(Math.round(ms)));
 
 /** Remembers the last revision it saw of every name written, so the run can release them all. */
 class Remembering extends StoreWrapper {
-  readonly latest = new Map<string, Stored>();
+  constructor(
+    inner: LeaseStore,
+    readonly latest = new Map<string, Stored>(),
+  ) {
+    super(inner);
+  }
 
   override async put(next: LeaseRecord, expected: string | null, options?: { signal?: AbortSignal }): Promise<Stored> {
     try {

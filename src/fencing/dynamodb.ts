@@ -33,7 +33,7 @@ import { z } from "zod";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { importPeer } from "../peer.js";
-import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
+import { admits, FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 
@@ -254,7 +254,7 @@ function refusal(
   if (stored === undefined) return error; // no fence yet: the caller's own condition failed
   if (stored.N === undefined) return new FenceCorruptError(resource, stored, { cause: error });
   const seen = parseStoredTerm(resource, stored.N);
-  if (seen !== undefined && seen > term) return new StaleTermError(resource, term, seen, { cause: error });
+  if (!admits(seen, term)) return new StaleTermError(resource, term, seen, { cause: error });
   return error; // the fence passed: the caller's own condition failed
 }
 

@@ -11,10 +11,13 @@
  * A fence is per resource, never global: each resource remembers the terms that wrote *it*. Terms
  * are only comparable within one lease, so every writer of one resource must take its term from
  * the same lease (or the same bucket of a sharded group). docs/fencing.md has the recipes.
+ *
+ * Every helper decides with `admits` (or `refuseOlder`, which throws the one error of a refusal),
+ * and reads a stored fence back with `parseStoredTerm`: the rule lives here, once.
  * Runtime-neutral.
  */
 import { z } from "zod";
-import { FenceCorruptError } from "../errors.js";
+import { FenceCorruptError, StaleTermError } from "../errors.js";
 
 export { FenceCorruptError, isFenceCorruptError, isStaleTermError, StaleTermError } from "../errors.js";
 
@@ -37,4 +40,22 @@ export function parseStoredTerm(resource: string, stored: unknown): number | und
       : stored;
   if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) throw new FenceCorruptError(resource, stored);
   return n;
+}
+
+/** The rule: a write carrying `term` applies over a resource whose stored term is absent or <= `term`. */
+export function admits(stored: number | undefined, term: number): boolean {
+  return stored === undefined || stored <= term;
+}
+
+/**
+ * Throws `StaleTermError` when `resource`'s stored term is newer than the writer's `term`; returns
+ * when the rule admits the write.
+ */
+export function refuseOlder(
+  resource: string,
+  term: number,
+  stored: number | undefined,
+  options?: { cause?: unknown },
+): void {
+  if (!admits(stored, term)) throw new StaleTermError(resource, term, stored, options);
 }

@@ -29,7 +29,7 @@
 import { z } from "zod";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
 import { validate } from "../lease.js";
-import { FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
+import { admits, FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
 import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
@@ -113,7 +113,7 @@ export async function fencedUpdate(db: Queryable, options: FencedUpdateOptions):
   }
   const seen = parseStoredTerm(resource, row.fence);
   // A stored term the statement would have passed: not a number the fence can compare.
-  if (seen === undefined || seen <= o.term) throw new FenceCorruptError(resource, row.fence);
+  if (admits(seen, o.term)) throw new FenceCorruptError(resource, row.fence);
   throw new StaleTermError(resource, o.term, seen);
 }
 
@@ -171,6 +171,6 @@ export async function fenceTransaction(client: Queryable, options: FenceTransact
   const found = await client.query(`SELECT term FROM ${table} WHERE resource = $1`, [o.resource]);
   const resource = `fence ${JSON.stringify(o.resource)} in table "${o.table}"`;
   const seen = parseStoredTerm(resource, found.rows[0]?.term);
-  if (seen === undefined || seen <= o.term) throw new FenceCorruptError(resource, found.rows[0]?.term);
+  if (admits(seen, o.term)) throw new FenceCorruptError(resource, found.rows[0]?.term);
   throw new StaleTermError(resource, o.term, seen);
 }

@@ -20,7 +20,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { z } from "zod";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
-import { FenceCorruptError, parseStoredTerm, StaleTermError } from "./fence.js";
+import { admits, FenceCorruptError, parseStoredTerm, StaleTermError } from "./fence.js";
 import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
@@ -83,7 +83,7 @@ export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOp
     return "absent";
   }
   const seen = parseStoredTerm(resource, fence.stored);
-  if (seen === undefined || seen <= o.term) {
+  if (admits(seen, o.term)) {
     // The statement's condition would have passed: the stored value compares unlike a number
     // (SQLite orders TEXT above every INTEGER), so it is not a term.
     throw new FenceCorruptError(resource, fence.stored);

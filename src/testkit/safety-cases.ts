@@ -5,7 +5,12 @@
  * bucket or container. Each case throws an Error saying what the store did wrong, or returns.
  *
  * The races are many rounds, not one: a server that checks a condition and then writes without a
- * lock (moto) lets two writers win only once in a while, and a single race passes it.
+ * lock (moto) lets two writers win only once in a while, and a single race passes it. Each round is
+ * made as sharp as a client can make it: every writer may have a store of its own (`openWriter`: its
+ * own client, so its own connection; a shared client queues writers behind its connection limit),
+ * each first reads the lease on that connection (so no write waits for a connection to open), and
+ * then all writes are sent in one turn of the event loop (a barrier), so they reach the server
+ * together. docs/s3.md has what this catches of moto, measured.
  * Runtime-neutral.
  */
 import { systemClock } from "../clock.js";
@@ -27,6 +32,13 @@ export interface SafetyContext {
   stampsRenewedAt?: boolean;
   /** Waits between race rounds (a store's write-rate limit); default none. */
   pause?: () => Promise<void>;
+  /**
+   * Opens a store of its own for one racing writer: the same backend as `store` (same table,
+   * bucket, container or file) through a client of its own, so each writer of a race has its own
+   * connection. Each race opens `writers` of them and closes them when it ends. Default: every
+   * writer shares `store` (right for a store that lives in this process, such as a MemoryStore).
+   */
+  openWriter?: () => Promise<LeaseStore>;
 }
 
 export interface SafetyCase {
@@ -96,37 +108,66 @@ async function expectStored(what: string, c: SafetyContext, name: string, expect
   check(same(now, expected, c), `${what}: the store holds ${show(now)}, expected ${show(expected)}`);
 }
 
-/** `writers` concurrent writes, `rounds` times: exactly one wins each round, every loser is a conflict. */
+/**
+ * `writers` concurrent writes, `rounds` times: exactly one wins each round, every loser is a conflict.
+ * Each writer writes through its own store when the context opens them (`openWriter`), reads the
+ * round's lease first (opening its connection), and all writes leave at one barrier.
+ */
 async function race(
   c: SafetyContext,
   what: string,
-  round: (
-    name: string,
-    writer: number,
-  ) => { setup?: () => Promise<Stored>; write: (base: Stored | null) => Promise<Stored> },
+  round: {
+    setup?: (name: string) => Promise<Stored>;
+    write: (store: LeaseStore, name: string, writer: number, base: Stored | null) => Promise<Stored>;
+  },
 ): Promise<void> {
-  for (let r = 0; r < c.rounds; r++) {
-    if (r > 0) await c.pause?.();
-    const name = c.name(`race-${r}`);
-    const plan = round(name, 0);
-    const base = plan.setup ? await plan.setup() : null;
-    if (plan.setup) await c.pause?.();
-    const results = await Promise.allSettled(Array.from({ length: c.writers }, (_, i) => round(name, i).write(base)));
-    const won = results.filter((x): x is PromiseFulfilledResult<Stored> => x.status === "fulfilled");
-    const failures = results.filter((x): x is PromiseRejectedResult => x.status === "rejected").map((x) => x.reason);
-    const other = failures.find((e) => !isLeaseConflictError(e));
-    if (other !== undefined) {
-      const kind = isAmbiguous(other) ? "an ambiguous failure" : "a failure";
-      throw new Error(
-        `${what}, round ${r + 1}: a loser got ${kind} instead of a conflict: ${(other as Error).message}`,
+  const racers = await openRacers(c);
+  try {
+    for (let r = 0; r < c.rounds; r++) {
+      if (r > 0) await c.pause?.();
+      const name = c.name(`race-${r}`);
+      const base = round.setup ? await round.setup(name) : null;
+      if (round.setup) await c.pause?.();
+      // Warm-up: each writer's own connection is open and idle when the writes leave.
+      await Promise.all(racers.stores.map((store) => store.get(name)));
+      // The barrier: every write is started in this one turn of the event loop.
+      const results = await Promise.allSettled(racers.stores.map((store, i) => round.write(store, name, i, base)));
+      const won = results.filter((x): x is PromiseFulfilledResult<Stored> => x.status === "fulfilled");
+      const failures = results.filter((x): x is PromiseRejectedResult => x.status === "rejected").map((x) => x.reason);
+      const other = failures.find((e) => !isLeaseConflictError(e));
+      if (other !== undefined) {
+        const kind = isAmbiguous(other) ? "an ambiguous failure" : "a failure";
+        throw new Error(
+          `${what}, round ${r + 1}: a loser got ${kind} instead of a conflict: ${(other as Error).message}`,
+        );
+      }
+      check(
+        won.length === 1,
+        `${what}, round ${r + 1} of ${c.rounds}: ${won.length} of ${c.writers} writers were told they won`,
       );
+      await expectStored(`${what}, round ${r + 1}`, c, name, won[0]!.value);
     }
-    check(
-      won.length === 1,
-      `${what}, round ${r + 1} of ${c.rounds}: ${won.length} of ${c.writers} writers were told they won`,
-    );
-    await expectStored(`${what}, round ${r + 1}`, c, name, won[0]!.value);
+  } finally {
+    await racers.close();
   }
+}
+
+/** One store per writer: its own (from `openWriter`) or the shared one. */
+async function openRacers(c: SafetyContext): Promise<{ stores: LeaseStore[]; close(): Promise<void> }> {
+  if (c.openWriter === undefined) {
+    return { stores: Array.from({ length: c.writers }, () => c.store), close: async () => {} };
+  }
+  const opened = await Promise.allSettled(Array.from({ length: c.writers }, () => c.openWriter!()));
+  const stores = opened.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+  const close = async () => {
+    await Promise.allSettled(stores.map((s) => s.close?.()));
+  };
+  const failed = opened.find((o): o is PromiseRejectedResult => o.status === "rejected");
+  if (failed !== undefined) {
+    await close();
+    throw failed.reason;
+  }
+  return { stores, close };
 }
 
 export const SAFETY_CASES: readonly SafetyCase[] = [
@@ -225,23 +266,23 @@ export const SAFETY_CASES: readonly SafetyCase[] = [
   {
     name: "concurrent creates of one lease, many rounds: exactly one wins each round",
     async run(c) {
-      await race(c, "concurrent creates", (name, i) => ({
-        write: () => c.store.put(makeRecord(name, { holder: `c${i}` }), null),
-      }));
+      await race(c, "concurrent creates", {
+        write: (store, name, i) => store.put(makeRecord(name, { holder: `c${i}` }), null),
+      });
     },
   },
   {
     name: "concurrent compare-and-swaps on one revision, many rounds: exactly one wins each round",
     async run(c) {
-      await race(c, "concurrent compare-and-swaps", (name, i) => ({
+      await race(c, "concurrent compare-and-swaps", {
         // Taken from free (released), so a store that refuses to hand over a held lease (the API)
         // races the same way as every other.
-        setup: async () => {
+        setup: async (name) => {
           const held = await c.store.put(makeRecord(name), null);
           return c.store.put(makeRecord(name, { holder: null }), held.revision);
         },
-        write: (base) => c.store.put(makeRecord(name, { holder: `c${i}`, term: 2 }), base!.revision),
-      }));
+        write: (store, name, i, base) => store.put(makeRecord(name, { holder: `c${i}`, term: 2 }), base!.revision),
+      });
     },
   },
 ];

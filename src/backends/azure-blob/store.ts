@@ -208,11 +208,19 @@ export class AzureBlobStore extends ObjectStore {
   }
 }
 
-/** The body of a download: a Node stream on Node, a Blob in browsers and workerd. */
-async function bodyText(out: {
+/** The body of a download as text (UTF-8). */
+async function bodyText(out: DownloadBody): Promise<string> {
+  return new TextDecoder("utf-8", { fatal: false }).decode(await bodyBytes(out));
+}
+
+/** What a Get Blob answer holds its body in: a Node stream on Node, a Blob in browsers and workerd. */
+export interface DownloadBody {
   readableStreamBody?: NodeJS.ReadableStream;
   blobBody?: Promise<Blob>;
-}): Promise<string> {
+}
+
+/** The body of a download, as bytes (also the Azure fence's, src/fencing/azure-blob.ts). */
+export async function bodyBytes(out: DownloadBody): Promise<Uint8Array> {
   if (out.readableStreamBody) {
     const chunks: Uint8Array[] = [];
     for await (const chunk of out.readableStreamBody) {
@@ -224,8 +232,8 @@ async function bodyText(out: {
       all.set(c, at);
       at += c.byteLength;
     }
-    return new TextDecoder("utf-8", { fatal: false }).decode(all);
+    return all;
   }
-  if (out.blobBody) return (await out.blobBody).text();
-  return "";
+  if (out.blobBody) return new Uint8Array(await (await out.blobBody).arrayBuffer());
+  return new Uint8Array();
 }

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL store's push (docs/postgres.md "Push"): one connection per store LISTENs on the
  * leasehold channel while any lease is watched, and every write's NOTIFY (sent by the write's own
- * statement, src/stores/postgres.ts) names the table, the lease and its new revision. A
+ * statement, src/backends/postgres/store.ts) names the table, the lease and its new revision. A
  * notification is only a hint: the listener reads the lease (one read per notification per
  * watched name, shared by every watcher of it in this process) and hands the record on, so a
  * payload someone else sent on the channel can cost a read, never a wrong record.
