@@ -191,6 +191,12 @@ const wallMsSchema = z
   .int({ error: "expected whole milliseconds" })
   .nonnegative({ error: "expected a non-negative number" });
 
+/** A scheduled job's latest fire (src/record.ts `FireState`). */
+export const fireSchema = z.strictObject({
+  at: wallMsSchema,
+  done: z.boolean({ error: "expected true or false" }),
+});
+
 export const recordSchema = z.strictObject({
   name: nameSchema,
   holder: holderSchema.nullable(),
@@ -203,6 +209,7 @@ export const recordSchema = z.strictObject({
   renewedAt: wallMsSchema,
   metadata: metadataSchema,
   writeId: z.string({ error: "expected a string" }).min(1).max(64),
+  fire: fireSchema.exactOptional(),
 });
 
 /** A record as read back: a name written under the earlier, looser rule is still readable. */
@@ -210,7 +217,7 @@ const storedRecordSchema = recordSchema.extend({
   name: z.string({ error: "expected a string" }).regex(LEGACY_NAME_PATTERN, { error: NAME_RULE }),
 });
 
-export type { LeaseRecord, Revision, Stored } from "./record.js";
+export type { FireState, LeaseRecord, Revision, Stored } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
 export interface CallOptions {

@@ -20,6 +20,19 @@ export interface LeaseRecord {
   metadata: Record<string, string>;
   /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
   writeId: string;
+  /** A scheduled job's latest fire (src/schedule/): protocol state, never caller metadata. */
+  fire?: FireState;
+}
+
+/**
+ * The latest fire of a scheduled job (docs/schedule.md), claimed or settled. It never goes back,
+ * and a settled fire is never reopened (src/term-rules.ts), so no fire runs twice.
+ */
+export interface FireState {
+  /** The fire's scheduled instant: wall-clock ms since the epoch. */
+  at: number;
+  /** False while the fire's run is under way (or its runner vanished); true once it is settled. */
+  done: boolean;
 }
 
 /** Opaque compare-and-swap token; only the store that issued it understands it. */

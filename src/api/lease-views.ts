@@ -30,6 +30,7 @@ export function toView(stored: Stored, held?: BucketState): LeaseView {
     expiresAt: held?.expiresAt ?? r.renewedAt + r.leaseMs,
     metadata: callerMetadata(r.metadata),
     writeId: r.writeId,
+    ...(r.fire ? { fire: r.fire } : {}),
     revision: stored.revision,
   };
 }

@@ -41,7 +41,16 @@ export interface DynamoDbStoreOptions {
 }
 
 /** The record fields kept as attributes beside the key, `rev` and the TTL attribute. */
-export const RECORD_ATTRIBUTES = ["holder", "term", "leaseMs", "acquiredAt", "renewedAt", "metadata", "writeId"];
+export const RECORD_ATTRIBUTES = [
+  "holder",
+  "term",
+  "leaseMs",
+  "acquiredAt",
+  "renewedAt",
+  "metadata",
+  "writeId",
+  "fire",
+];
 export const REV = "rev";
 const RESERVED = new Set([REV, "name", ...RECORD_ATTRIBUTES]);
 

@@ -89,6 +89,23 @@ const metadata = callerMetadataSchema.meta({
 });
 
 /**
+ * A scheduled job's latest fire (docs/schedule.md): protocol state, written by the scheduler with
+ * the record. The server refuses a write that moves it back or reopens a settled fire.
+ */
+const fire = z
+  .strictObject({
+    at: wallMs("The fire's scheduled instant (wall clock, ms since the epoch)"),
+    done: z
+      .boolean({ error: "expected true or false" })
+      .meta({ description: "False while its run is under way (or its runner vanished); true once settled" }),
+  })
+  .meta({
+    id: "Fire",
+    description:
+      "A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)",
+  });
+
+/**
  * The largest term a new lease may start at through the raw PUT: far beyond any real use, and
  * 2^52 short of 2^53-1, so a lease created there can still pass on (a term past 2^53-1 could not
  * be written, and the name would be stuck).
@@ -177,6 +194,7 @@ export const RecordBody = z
       .max(64, { error: "expected at most 64 characters" })
       .meta({ description: "A unique id of this write: tells whose write a record is" }),
     acquiredAt: wallMs("When the current term began (writer's wall clock, ms); at most the server's clock + maxSkewMs"),
+    fire: fire.exactOptional(),
   })
   .meta({
     id: "RecordWrite",
@@ -210,6 +228,7 @@ export const Lease = z
     ),
     metadata,
     writeId: z.string().min(1).max(64),
+    fire: fire.exactOptional(),
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });
@@ -244,7 +263,7 @@ export const Problem = z
     leader: z.boolean().optional(),
     rule: z.string().optional().meta({
       description:
-        "The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term or create-needs-term",
+        "The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term, create-needs-term, or for a scheduled job's record fire-rewound or fire-reopened",
     }),
     bound: z.string().optional().meta({
       description:

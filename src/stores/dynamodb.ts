@@ -6,7 +6,8 @@
  *
  * Item layout: the key, a numeric `rev` (the CAS token, a decimal string in `Stored.revision`)
  * and the record's fields as native attributes (`holder` S or NULL, `term`/`leaseMs`/
- * `acquiredAt`/`renewedAt` N, `metadata` M of S, `writeId` S). Native attributes rather than one
+ * `acquiredAt`/`renewedAt` N, `metadata` M of S, `writeId` S, a scheduled job's `fire` M of `at` N
+ * and `done` BOOL). Native attributes rather than one
  * JSON string because operators read and filter leases in the console and CLI
  * (`--filter-expression "holder = :me"`), and the TTL attribute must be a number anyway. Every
  * read goes through `parseRecord`: an item with a missing, mistyped or out-of-range field, or
@@ -342,6 +343,7 @@ export class DynamoDbStore implements LeaseStore {
       metadata: { M: Object.fromEntries(Object.entries(record.metadata).map(([k, v]) => [k, { S: v }])) },
       writeId: { S: record.writeId },
     };
+    if (record.fire) item.fire = { M: { at: { N: String(record.fire.at) }, done: { BOOL: record.fire.done } } };
     if (this.ttlAttribute !== undefined) {
       const seconds = Math.ceil((record.renewedAt + record.leaseMs) / 1000) + this.ttlGraceSeconds;
       item[this.ttlAttribute] = { N: String(seconds) };
