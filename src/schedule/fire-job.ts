@@ -13,6 +13,8 @@
  * - **Finish** a run: one compare-and-swap on the claim's revision releasing the job (term kept)
  *   with `fire: { at, done: true }`, where `at` also covers the fires that came due while the run
  *   held the job (and within `lockAtLeastFor` of its start): those are reported missed, `held`.
+ *   Fires already due when the run began are not covered (without `lockAtLeastFor`): they run
+ *   next, in order.
  * - **Settle** fires without running them (late ones, a crashed one): the same release write.
  *
  * Every fire that does not run is reported (`missed`) by the replica whose write settled it, so
@@ -26,7 +28,7 @@ import { Emitter, type Listener } from "../elector/events.js";
 import { LeadershipLostError } from "../errors.js";
 import { type LeaseRecord, newWriteId, type Stored } from "../lease.js";
 import type { CronSchedule } from "./cron.js";
-import { type FirePlan, type Holding, listFires, type MissReason, planFire } from "./fire-plan.js";
+import { type FirePlan, type Holding, listFires, type Missed, type MissReason, planFire } from "./fire-plan.js";
 import type { ResolvedJob } from "./options.js";
 
 /** What a run's function is given. */
@@ -80,6 +82,8 @@ export interface LookOptions {
   wokeFor?: number;
   maxLateMs: number;
   missed: "skip" | "run-latest";
+  /** Asked right before a claim is written: false (a stop began) leaves the fire to the others. */
+  mayClaim?: () => boolean;
 }
 
 /** Finish writes tried at most this many times, this far apart, before the run counts as crashed. */
@@ -212,6 +216,7 @@ export class FireJob {
       case "settle":
         return this.settle(stored, plan);
       case "claim":
+        if (o.mayClaim && !o.mayClaim()) return { kind: "idle", stored };
         return this.claim(stored, plan, fire);
     }
   }
@@ -247,10 +252,7 @@ export class FireJob {
     run.ended();
     const durationMs = Math.max(0, this.s.clock.now() - run.sentAt);
     const wall = this.s.clock.wallNow();
-    const coverUntil = Math.max(wall, run.claimWall + this.s.lockAtLeastFor);
-    const from = Math.max(run.claimWall, run.fire);
-    const covered = this.cron && coverUntil > from ? listFires(this.cron, from, coverUntil) : undefined;
-    const at = covered?.truncated ? (this.cron?.latest(coverUntil) ?? run.fire) : (covered?.fires.at(-1) ?? run.fire);
+    const { at, skipped } = this.covered(run, wall);
     const next: LeaseRecord = {
       ...run.stored.record,
       holder: null,
@@ -269,7 +271,7 @@ export class FireJob {
     }
     if (outcome?.kind === "applied") {
       this.observe(outcome.stored);
-      if (covered && covered.fires.length > 0) this.missed(covered.fires, covered.truncated, "held");
+      for (const m of skipped) this.missed(m.fires, m.truncated, m.reason);
     } else if (outcome?.kind === "lost") {
       this.observe(outcome.current);
     } else {
@@ -283,6 +285,29 @@ export class FireJob {
       overran: run.overran,
       ...(error === undefined ? {} : { error }),
     });
+  }
+
+  /**
+   * The fires `run`'s finish settles without running them: those that came due while it held the
+   * job (by this clock) and within `lockAtLeastFor` of its start, `held`; with `lockAtLeastFor`,
+   * also those already due when it started, `late`. Without it, fires already due when the run
+   * began (a catch-up after a takeover, or a clock ahead of its peers') are not cut short: the
+   * record stays at the run's fire, and they run next, in order, while within `maxLateMs`.
+   */
+  private covered(run: Run, wall: number): { at: number; skipped: Missed[] } {
+    const none = { at: run.fire, skipped: [] };
+    const until = Math.max(wall, run.claimWall + this.s.lockAtLeastFor);
+    if (!this.cron || until <= run.fire) return none;
+    const list = listFires(this.cron, run.fire, until);
+    const first = list.fires[0];
+    if (first === undefined || (this.s.lockAtLeastFor === 0 && first <= run.claimWall)) return none;
+    const at = list.truncated ? (this.cron.latest(until) ?? run.fire) : list.fires.at(-1)!;
+    const late = list.fires.filter((f) => f <= run.claimWall);
+    const held = list.fires.filter((f) => f > run.claimWall);
+    const skipped: Missed[] = [];
+    if (late.length > 0) skipped.push({ fires: late, truncated: false, reason: "late" });
+    if (held.length > 0) skipped.push({ fires: held, truncated: list.truncated, reason: "held" });
+    return { at, skipped };
   }
 
   private holding(stored: Stored | null): Holding {

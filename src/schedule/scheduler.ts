@@ -182,6 +182,7 @@ export class ScheduledJob {
         ...(wokeFor === undefined ? {} : { wokeFor }),
         maxLateMs: this.maxLateMs,
         missed: this.missedPolicy,
+        mayClaim: () => !this.stopped,
       });
       this.after(attempt);
     };
