@@ -209,7 +209,7 @@ export const recordSchema = z.strictObject({
   renewedAt: wallMsSchema,
   metadata: metadataSchema,
   writeId: z.string({ error: "expected a string" }).min(1).max(64),
-  fire: fireSchema.exactOptional(),
+  fire: fireSchema.optional(),
 });
 
 /** A record as read back: a name written under the earlier, looser rule is still readable. */

@@ -21,7 +21,7 @@ export interface LeaseRecord {
   /** Random id of the write that produced this revision: resolves ambiguous outcomes. */
   writeId: string;
   /** A scheduled job's latest fire (src/schedule/): protocol state, never caller metadata. */
-  fire?: FireState;
+  fire?: FireState | undefined;
 }
 
 /**

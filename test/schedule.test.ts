@@ -9,7 +9,9 @@
 import { Cron } from "croner";
 import { describe, expect, it } from "vitest";
 import { type Clock, ManualClock } from "../src/clock.js";
-import { isLeaseValidationError, LeaseValidationError } from "../src/errors.js";
+import { isLeaseTermRuleError, isLeaseValidationError, LeaseValidationError } from "../src/errors.js";
+import type { LeaseStore } from "../src/lease.js";
+import { HttpStore } from "../src/stores/http.js";
 import { CronSchedule } from "../src/schedule/cron.js";
 import { planFire } from "../src/schedule/fire-plan.js";
 import {
@@ -26,6 +28,8 @@ import { MemoryStore } from "../src/stores/memory.js";
 import { checkTermRules } from "../src/term-rules.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
+import { TOKENS } from "./support/api-server.js";
+import { inProcessApi } from "./support/in-process-api.js";
 
 const START = Date.UTC(2026, 0, 1, 0, 0, 0, 300);
 const EVERY_SECOND = "* * * * * *";
@@ -64,7 +68,9 @@ interface Replica {
 /** Replicas of one job on one store, the one clock, and everything they reported. */
 class Cluster {
   readonly clock = new ManualClock({ wallStart: START });
-  readonly shared = new TrackedStore(new MemoryStore());
+  readonly shared: TrackedStore;
+  /** Every replica's own connection, when they do not share one store object (the HTTP store). */
+  private readonly connections: TrackedStore[] = [];
   readonly runs: RunLine[] = [];
   readonly missed: Array<{ fire: number; reason: string; by: string }> = [];
   readonly replicas = new Map<string, Replica>();
@@ -73,10 +79,13 @@ class Cluster {
   constructor(
     private readonly base: Partial<ScheduleOptions> = {},
     readonly name = "jobs/report",
+    private readonly connect?: () => LeaseStore,
   ) {
+    this.shared = new TrackedStore(new MemoryStore());
     this.clock.idle = async () => {
       for (let i = 0; i < 3; i++) {
         await this.shared.settle();
+        for (const c of this.connections) await c.settle();
         await new Promise((r) => setTimeout(r, 0));
       }
     };
@@ -84,7 +93,9 @@ class Cluster {
 
   start(id: string, offsetMs = 0, options: Partial<ScheduleOptions> = {}): Replica {
     const clock = skewed(this.clock, offsetMs);
-    const store = new FaultyStore(this.shared);
+    const own = this.connect ? new TrackedStore(this.connect()) : undefined;
+    if (own) this.connections.push(own);
+    const store = new FaultyStore(own ?? this.shared);
     const replica: Replica = { id, store } as Replica;
     replica.job = schedule({
       store,
@@ -225,6 +236,38 @@ describe("schedule(): replicas with skewed clocks", () => {
     expect(rerun).toMatchObject({ fire: victim.fire, term: victim.term + 1 });
     expect(c.missed).toEqual([]);
     c.check({ from: Math.min(...c.runs.map((r) => r.fire)), to: START + 14_000, rerunsAllowed: true });
+  });
+});
+
+describe("schedule(): over the HTTP API", () => {
+  it("replicas each on their own API connection: each fire once, a crashed run settled once the API counts it free, and no API caller can rewind the job's fire", async () => {
+    let api: ReturnType<typeof inProcessApi> | undefined;
+    const connect = () => new HttpStore({ baseUrl: api!.url, token: TOKENS.admin, fetch: api!.fetch });
+    const c = new Cluster({}, "jobs/over-http", connect);
+    api = inProcessApi({ clock: c.clock });
+    c.start("a");
+    c.start("b", 300);
+    await c.clock.advance(5_000);
+    const before = c.runs.length;
+    while (c.runs.length === before) await c.clock.advance(50);
+    await c.clock.advance(100);
+    const victim = c.runs.at(-1)!;
+    c.crash(victim.replica);
+    await c.clock.advance(15_000);
+    await c.stopAll();
+    c.check({ from: Math.min(...c.runs.map((r) => r.fire)), to: START + 18_000 });
+    expect(c.missed.filter((m) => m.reason === "crashed").map((m) => m.fire)).toEqual([victim.fire]);
+    expect(c.runs.filter((r) => r.start > victim.start).length).toBeGreaterThan(5);
+    // The job's fire is protocol state: a token holder's raw write cannot move it back or drop it.
+    const store = connect();
+    const current = (await store.get("jobs/over-http"))!;
+    for (const fire of [{ at: current.record.fire!.at - 1000, done: true }, undefined]) {
+      const { fire: _drop, ...rest } = current.record;
+      const next = { ...rest, writeId: "w-rewind", ...(fire ? { fire } : {}) };
+      const error = await store.put(next, current.revision).catch((e: unknown) => e);
+      expect(isLeaseTermRuleError(error), String(error)).toBe(true);
+    }
+    expect(await store.get("jobs/over-http")).toEqual(current);
   });
 });
 

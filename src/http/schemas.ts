@@ -194,7 +194,7 @@ export const RecordBody = z
       .max(64, { error: "expected at most 64 characters" })
       .meta({ description: "A unique id of this write: tells whose write a record is" }),
     acquiredAt: wallMs("When the current term began (writer's wall clock, ms); at most the server's clock + maxSkewMs"),
-    fire: fire.exactOptional(),
+    fire: fire.optional(),
   })
   .meta({
     id: "RecordWrite",
@@ -228,7 +228,7 @@ export const Lease = z
     ),
     metadata,
     writeId: z.string().min(1).max(64),
-    fire: fire.exactOptional(),
+    fire: fire.optional(),
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });
