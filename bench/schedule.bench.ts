@@ -81,7 +81,9 @@ async function shedlock(): Promise<System> {
   const out = mkdtempSync(join(tmpdir(), "leasehold-shedlock-"));
   const cpFile = join(out, "classpath");
   const pom = join(repo, "bench/peers/shedlock/pom.xml");
-  await exec("mvn", ["-q", "-f", pom, "dependency:build-classpath", `-Dmdep.outputFile=${cpFile}`], { timeout: 600_000 });
+  await exec("mvn", ["-q", "-f", pom, "dependency:build-classpath", `-Dmdep.outputFile=${cpFile}`], {
+    timeout: 600_000,
+  });
   const classpath = readFileSync(cpFile, "utf8").trim();
   await exec("javac", ["-cp", classpath, "-d", out, join(repo, "bench/peers/shedlock/ShedlockReplica.java")]);
   return {
@@ -239,7 +241,9 @@ export async function run(): Promise<Table[]> {
   }
   const rows: Array<Array<string | number>> = [];
   const loads: string[] = [];
+  const only = process.env.SCHEDULE_BENCH_SCENARIOS?.split(",");
   for (const [i, scenario] of SCENARIOS.entries()) {
+    if (only && !only.some((o) => scenario.label.startsWith(o))) continue;
     const load = loadavg()[0]!.toFixed(1);
     const systems = [leasehold, ...(typeof peer === "string" ? [] : [peer])];
     const results = await Promise.all(systems.map((s) => runScenario(s, scenario, SEED + i)));
@@ -262,7 +266,7 @@ export async function run(): Promise<Table[]> {
   return [
     {
       title: "Scheduled jobs: double runs and missed fires under chaos and clock skew",
-      note: `Three replicas per system, one fire a second, ${WORK_MS} ms of work, ${SECONDS} s per scenario (fires of the middle ${SECONDS - 2 * EDGE_MS / 1000} s counted), both systems at once, seed ${SEED}; lockAtMostFor ${AT_MOST_MS} ms (ShedLock: lockAtLeastFor ${AT_LEAST_MS} ms). 1-minute load average per scenario (start-end): ${loads.join(", ")} on ${"2"} cores.`,
+      note: `Three replicas per system, one fire a second, ${WORK_MS} ms of work, ${SECONDS} s per scenario (fires of the middle ${SECONDS - (2 * EDGE_MS) / 1000} s counted), both systems at once, seed ${SEED}; lockAtMostFor ${AT_MOST_MS} ms (ShedLock: lockAtLeastFor ${AT_LEAST_MS} ms). 1-minute load average per scenario (start-end): ${loads.join(", ")} on ${"2"} cores.`,
       columns: ["system", "scenario", "faults", "fires", "ran twice", "not run", "reported missed", "overlapping runs"],
       rows,
     },

@@ -10,6 +10,7 @@ import type { Lane } from "./elector/lane.js";
 import { renderLaneMetrics } from "./elector/lane-metrics.js";
 import { isMeasuredLane, type MeasuredLane } from "./elector/load-lane.js";
 import type { Elector } from "./elector.js";
+import { family, labelValue } from "./metrics-text.js";
 
 /** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
 export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
@@ -25,8 +26,7 @@ interface Series {
 }
 
 function labels(e: TrackedElector, extra = ""): string {
-  const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-  return `{lease="${esc(e.name)}",identity="${esc(e.identity)}"${extra}}`;
+  return `{lease="${labelValue(e.name)}",identity="${labelValue(e.identity)}"${extra}}`;
 }
 
 export class ElectorMetrics {
@@ -67,9 +67,7 @@ export class ElectorMetrics {
 
   render(): string {
     const lines: string[] = [];
-    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
-    };
+    const metric = (...parts: Parameters<typeof family>) => lines.push(...family(...parts));
     const all = [...this.series];
     metric(
       "leasehold_elector_is_leader",

@@ -7,11 +7,11 @@
  * reported missed (or rerun, with onCrash: "rerun"), and a duplicated delivery runs once.
  */
 import { Cron } from "croner";
+import nodeCron, { type RunCoordinator } from "node-cron";
 import { describe, expect, it } from "vitest";
 import { type Clock, ManualClock } from "../src/clock.js";
 import { isLeaseTermRuleError, isLeaseValidationError, LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore } from "../src/lease.js";
-import { HttpStore } from "../src/stores/http.js";
 import { CronSchedule } from "../src/schedule/cron.js";
 import { planFire } from "../src/schedule/fire-plan.js";
 import {
@@ -24,6 +24,7 @@ import {
   type ScheduleOptions,
   schedule,
 } from "../src/schedule/index.js";
+import { HttpStore } from "../src/stores/http.js";
 import { MemoryStore } from "../src/stores/memory.js";
 import { checkTermRules } from "../src/term-rules.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
@@ -136,6 +137,16 @@ class Cluster {
       if (line.replica === id && line.end === Number.POSITIVE_INFINITY) line.end = this.clock.now();
   }
 
+  /** Crashes whoever runs next, 100 ms into its run; returns that run. */
+  async crashNextRun(): Promise<RunLine> {
+    const before = this.runs.length;
+    while (this.runs.length === before) await this.clock.advance(50);
+    await this.clock.advance(100);
+    const victim = this.runs.at(-1)!;
+    this.crash(victim.replica);
+    return victim;
+  }
+
   async stopAll(): Promise<void> {
     await Promise.all([...this.replicas.values()].filter((r) => r.crashedAt === undefined).map((r) => r.job.stop()));
     for (const r of this.replicas.values()) r.store.hang = false;
@@ -202,12 +213,7 @@ describe("schedule(): replicas with skewed clocks", () => {
     c.start("fast", 2500);
     c.start("slow", -3000);
     await c.clock.advance(10_000);
-    // Crash whoever runs next, in the middle of its run.
-    const before = c.runs.length;
-    while (c.runs.length === before) await c.clock.advance(50);
-    await c.clock.advance(100);
-    const victim = c.runs.at(-1)!;
-    c.crash(victim.replica);
+    const victim = await c.crashNextRun();
     await c.clock.advance(20_000);
     await c.stopAll();
     const first = Math.min(...c.runs.map((r) => r.fire));
@@ -225,11 +231,7 @@ describe("schedule(): replicas with skewed clocks", () => {
     c.start("a", 0);
     c.start("b", 0);
     await c.clock.advance(5_000);
-    const before = c.runs.length;
-    while (c.runs.length === before) await c.clock.advance(50);
-    await c.clock.advance(100);
-    const victim = c.runs.at(-1)!;
-    c.crash(victim.replica);
+    const victim = await c.crashNextRun();
     await c.clock.advance(10_000);
     await c.stopAll();
     const rerun = c.runs.find((r) => r.rerun);
@@ -248,11 +250,7 @@ describe("schedule(): over the HTTP API", () => {
     c.start("a");
     c.start("b", 300);
     await c.clock.advance(5_000);
-    const before = c.runs.length;
-    while (c.runs.length === before) await c.clock.advance(50);
-    await c.clock.advance(100);
-    const victim = c.runs.at(-1)!;
-    c.crash(victim.replica);
+    const victim = await c.crashNextRun();
     await c.clock.advance(15_000);
     await c.stopAll();
     c.check({ from: Math.min(...c.runs.map((r) => r.fire)), to: START + 18_000 });
@@ -507,6 +505,30 @@ describe("adapters", () => {
     expect(await b.shouldRun(key, 30_000)).toBe(false);
     expect(await a.shouldRun(`billing:${new Date(slot.getTime() + 60_000).toISOString()}`, 30_000)).toBe(true);
     await expect(a.shouldRun("not a key", 1000)).rejects.toThrow(/task name/);
+  });
+
+  it("with node-cron 4.6.0 itself: two replicas' tasks (distributed: true, our coordinator) run each second's slot once, and the task reads its term", async () => {
+    const store = new MemoryStore();
+    const runs: Array<{ who: string; slot: string; term: number | undefined }> = [];
+    const tasks = ["a", "b"].map((who) => {
+      const coordinator: RunCoordinator = leaseholdRunCoordinator({ store, prefix: "jobs/", identity: who });
+      const typed = coordinator as ReturnType<typeof leaseholdRunCoordinator>;
+      return nodeCron.schedule(
+        "* * * * * *",
+        (ctx) => {
+          runs.push({ who, slot: ctx.date.toISOString(), term: typed.context("tick", ctx.date)?.term });
+        },
+        { name: `tick`, distributed: true, runCoordinator: coordinator, distributedLease: 900 },
+      );
+    });
+    // node-cron keeps its own timers on the real clock: let it fire for a few seconds.
+    await new Promise((r) => setTimeout(r, 3500));
+    await Promise.all(tasks.map((t) => t.destroy()));
+    const slots = runs.map((r) => r.slot);
+    expect(slots.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(slots).size).toBe(slots.length);
+    const terms = runs.map((r) => r.term);
+    expect(terms).toEqual(terms.map((_, i) => i + 1));
   });
 
   it("a croner job: the callback claims the fire croner triggered, on one replica", async () => {

@@ -22,7 +22,10 @@ const [url, name, identity, skew, atMost, work, log] = process.argv.slice(2) as 
 const store = await openStore(url, { env: process.env });
 const clock: Clock = { ...systemClock, wallNow: () => Date.now() + Number(skew) };
 const line = (term: number, fire: string, event: string) =>
-  appendFileSync(log, `${term} ${process.hrtime.bigint()} ${identity} ${fire} ${process.pid} ${process.ppid} ${event}\n`);
+  appendFileSync(
+    log,
+    `${term} ${process.hrtime.bigint()} ${identity} ${fire} ${process.pid} ${process.ppid} ${event}\n`,
+  );
 
 const job = schedule({
   store,
@@ -33,10 +36,14 @@ const job = schedule({
   clock,
   fn: async (ctx) => {
     const fire = ctx.fire.toISOString();
+    // Each line is a side effect: written only while the run's window is open, checked right
+    // before (a replica paused past its window by SIGSTOP sees false on waking).
+    if (!ctx.stillLeader()) return;
     line(ctx.term, fire, "start");
     const end = performance.now() + Number(work);
-    while (performance.now() < end && ctx.stillLeader()) {
+    while (performance.now() < end) {
       await clock.sleep(Math.min(20, end - performance.now()), ctx.signal);
+      if (!ctx.stillLeader()) return;
       line(ctx.term, fire, "tick");
     }
     if (ctx.stillLeader()) line(ctx.term, fire, "end");

@@ -5,6 +5,7 @@
  * returns the text; serve it however the process exposes metrics.
  */
 import type { Listener } from "../elector/events.js";
+import { family, labelValue } from "../metrics-text.js";
 import type { ScheduleEvents } from "./fire-job.js";
 
 /** What is tracked: a `ScheduledJob`, or anything with a name, an identity and its events. */
@@ -25,8 +26,8 @@ interface Series {
   lastFire: number | undefined;
 }
 
-const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-const labels = (j: TrackedJob, extra = "") => `{job="${esc(j.name)}",identity="${esc(j.identity)}"${extra}}`;
+const labels = (j: TrackedJob, extra = "") =>
+  `{job="${labelValue(j.name)}",identity="${labelValue(j.identity)}"${extra}}`;
 
 export class ScheduleMetrics {
   private readonly series = new Set<Series>();
@@ -62,63 +63,62 @@ export class ScheduleMetrics {
   }
 
   render(): string {
-    const lines: string[] = [];
     const all = [...this.series];
-    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) =>
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
-    metric(
-      "leasehold_schedule_ran_total",
-      "counter",
-      "Runs this replica ended, by outcome (error: the job threw).",
-      all.flatMap((s) =>
-        (["ok", "error"] as const).map(
-          (o) => `leasehold_schedule_ran_total${labels(s.job, `,outcome="${o}"`)} ${s.ran[o]}`,
+    const lines = [
+      ...family(
+        "leasehold_schedule_ran_total",
+        "counter",
+        "Runs this replica ended, by outcome (error: the job threw).",
+        all.flatMap((s) =>
+          (["ok", "error"] as const).map(
+            (o) => `leasehold_schedule_ran_total${labels(s.job, `,outcome="${o}"`)} ${s.ran[o]}`,
+          ),
         ),
       ),
-    );
-    metric(
-      "leasehold_schedule_skipped_total",
-      "counter",
-      "Fires this replica woke for and did not run: held (a live run holds the job) or done (claimed elsewhere).",
-      all.flatMap((s) => [
-        `leasehold_schedule_skipped_total${labels(s.job, ',why="held"')} ${s.skippedHeld}`,
-        `leasehold_schedule_skipped_total${labels(s.job, ',why="done"')} ${s.skippedDone}`,
-      ]),
-    );
-    metric(
-      "leasehold_schedule_missed_total",
-      "counter",
-      "Fires the job did not run, counted by the replica that settled them, by reason (crashed, late, held).",
-      all.flatMap((s) =>
-        [...s.missed].map(
-          ([reason, n]) => `leasehold_schedule_missed_total${labels(s.job, `,reason="${reason}"`)} ${n}`,
+      ...family(
+        "leasehold_schedule_skipped_total",
+        "counter",
+        "Fires this replica woke for and did not run: held (a live run holds the job) or done (claimed elsewhere).",
+        all.flatMap((s) => [
+          `leasehold_schedule_skipped_total${labels(s.job, ',why="held"')} ${s.skippedHeld}`,
+          `leasehold_schedule_skipped_total${labels(s.job, ',why="done"')} ${s.skippedDone}`,
+        ]),
+      ),
+      ...family(
+        "leasehold_schedule_missed_total",
+        "counter",
+        "Fires the job did not run, counted by the replica that settled them, by reason (crashed, late, held).",
+        all.flatMap((s) =>
+          [...s.missed].map(
+            ([reason, n]) => `leasehold_schedule_missed_total${labels(s.job, `,reason="${reason}"`)} ${n}`,
+          ),
         ),
       ),
-    );
-    metric(
-      "leasehold_schedule_overran_total",
-      "counter",
-      "Runs still going when their window (lockAtMostFor) closed.",
-      all.map((s) => `leasehold_schedule_overran_total${labels(s.job)} ${s.overran}`),
-    );
-    metric(
-      "leasehold_schedule_store_errors_total",
-      "counter",
-      "Store calls that failed, by what the job was doing.",
-      all.flatMap((s) =>
-        [...s.errors].map(
-          ([during, n]) => `leasehold_schedule_store_errors_total${labels(s.job, `,during="${during}"`)} ${n}`,
+      ...family(
+        "leasehold_schedule_overran_total",
+        "counter",
+        "Runs still going when their window (lockAtMostFor) closed.",
+        all.map((s) => `leasehold_schedule_overran_total${labels(s.job)} ${s.overran}`),
+      ),
+      ...family(
+        "leasehold_schedule_store_errors_total",
+        "counter",
+        "Store calls that failed, by what the job was doing.",
+        all.flatMap((s) =>
+          [...s.errors].map(
+            ([during, n]) => `leasehold_schedule_store_errors_total${labels(s.job, `,during="${during}"`)} ${n}`,
+          ),
         ),
       ),
-    );
-    metric(
-      "leasehold_schedule_last_run_fire_seconds",
-      "gauge",
-      "The fire (epoch seconds) of the latest run this replica ended.",
-      all
-        .filter((s) => s.lastFire !== undefined)
-        .map((s) => `leasehold_schedule_last_run_fire_seconds${labels(s.job)} ${(s.lastFire ?? 0) / 1000}`),
-    );
+      ...family(
+        "leasehold_schedule_last_run_fire_seconds",
+        "gauge",
+        "The fire (epoch seconds) of the latest run this replica ended.",
+        all
+          .filter((s) => s.lastFire !== undefined)
+          .map((s) => `leasehold_schedule_last_run_fire_seconds${labels(s.job)} ${(s.lastFire ?? 0) / 1000}`),
+      ),
+    ];
     return `${lines.join("\n")}\n`;
   }
 }

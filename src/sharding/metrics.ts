@@ -3,6 +3,8 @@
  * elector's events and reads its clock-checked state, so it adds no store calls. Runtime-neutral:
  * `render()` returns the text; serve it however your process exposes metrics.
  */
+
+import { family, labelValue } from "../metrics-text.js";
 import type { ShardedElector } from "./sharded-elector.js";
 
 interface Series {
@@ -16,8 +18,8 @@ interface Series {
   errors: Map<string, number>;
 }
 
-const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-const labels = (e: ShardedElector, extra = "") => `{group="${esc(e.group)}",identity="${esc(e.identity)}"${extra}}`;
+const labels = (e: ShardedElector, extra = "") =>
+  `{group="${labelValue(e.group)}",identity="${labelValue(e.identity)}"${extra}}`;
 const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
 export class ShardedElectorMetrics {
@@ -62,9 +64,7 @@ export class ShardedElectorMetrics {
   render(): string {
     const lines: string[] = [];
     const all = [...this.series];
-    const metric = (name: string, type: "gauge" | "counter", help: string, rows: string[]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...rows);
-    };
+    const metric = (...parts: Parameters<typeof family>) => lines.push(...family(...parts));
     const gauge = (name: string, help: string, value: (s: Series) => number) =>
       metric(
         name,
@@ -77,7 +77,9 @@ export class ShardedElectorMetrics {
         name,
         "counter",
         help,
-        all.flatMap((s) => [...map(s)].map(([k, n]) => `${name}${labels(s.elector, `,${key}="${esc(k)}"`)} ${n}`)),
+        all.flatMap((s) =>
+          [...map(s)].map(([k, n]) => `${name}${labels(s.elector, `,${key}="${labelValue(k)}"`)} ${n}`),
+        ),
       );
     const counter = (name: string, help: string, value: (s: Series) => number) =>
       metric(
