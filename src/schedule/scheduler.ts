@@ -24,6 +24,9 @@ import type { CronSchedule } from "./cron.js";
 import { type Attempt, type FireContext, FireJob, type ScheduleEvents } from "./fire-job.js";
 import { type JobOptions, jobFields, parseJobOptions, SCHEDULE_DEFAULTS } from "./options.js";
 
+/** The longest the loop sleeps before looking at the wall clock again (a step back is then seen). */
+const MAX_SLEEP_MS = 60_000;
+
 export interface ScheduleOptions extends JobOptions {
   /** The cron line: 5 fields (minute first), 6 with seconds first, or a nickname (`@daily`). Parsed by croner. */
   cron: string;
@@ -138,11 +141,13 @@ export class ScheduledJob {
     if (!this.stopped) {
       this.stopped = true;
       this.wake.abort();
-      this.job.running?.stop();
     }
-    const run = this.job.running;
-    const clock = this.job.s.clock;
     await this.loopEnded;
+    // A look in flight may have claimed already: its run is then under way, and is waited for.
+    await this.queue;
+    const run = this.job.running;
+    run?.stop();
+    const clock = this.job.s.clock;
     await (run ? Promise.race([this.runEnded, clock.sleep(run.until - clock.now())]) : this.runEnded);
   }
 
@@ -165,7 +170,14 @@ export class ScheduledJob {
         await this.look(undefined);
         continue;
       }
+      // A wall clock stepped back (NTP) makes the next fire earlier than the one computed before.
+      const upcoming = this.cron.next(wall);
+      if (upcoming !== undefined && (this.nextFireAt === undefined || upcoming < this.nextFireAt)) {
+        this.nextFireAt = upcoming;
+      }
+      // Slept on the monotonic clock, woken at least once a minute to see the wall clock again.
       const delay = Math.min(
+        MAX_SLEEP_MS,
         this.nextFireAt === undefined ? Infinity : this.nextFireAt - wall,
         this.recheckAt === undefined ? Infinity : this.recheckAt - now,
       );
