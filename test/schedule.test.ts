@@ -9,6 +9,7 @@
 import { Cron } from "croner";
 import nodeCron, { type RunCoordinator } from "node-cron";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../src/cli/program.js";
 import { type Clock, ManualClock } from "../src/clock.js";
 import { isLeaseTermRuleError, isLeaseValidationError, LeaseValidationError } from "../src/errors.js";
 import type { LeaseStore } from "../src/lease.js";
@@ -645,6 +646,33 @@ describe("options", () => {
     expect(issues({ store, name: "jobs/x", cron: "* * * * *", fn, lockAtMostFor: 5 })).toEqual(["lockAtMostFor"]);
     expect(issues({ store, name: "jobs/x", cron: "* * * * *", fn, missed: "later" })).toEqual(["missed"]);
     expect(issues({ store, name: "jobs/x", cron: "* * * * *", fn, lockAtMostfor: 1 })).toEqual(["lockAtMostfor"]);
+  });
+});
+
+describe("leasehold cron: usage errors", () => {
+  const cron = async (...flags: string[]) => {
+    const said: string[] = [];
+    const io = { env: {}, out: () => undefined, say: (line: string) => said.push(line) };
+    const code = await runCli(["cron", "--store", "memory:", "--name", "jobs/x", ...flags, "--", "true"], io);
+    return { code, said: said.join("\n") };
+  };
+
+  it("refuses a bad schedule, zone or duration before anything runs, naming the flag: exit 2", async () => {
+    expect(await cron("--schedule", "61 * * * *")).toMatchObject({
+      code: 2,
+      said: expect.stringMatching(/--schedule: expected a cron line/),
+    });
+    expect(await cron("--schedule", "* * * * *", "--tz", "Mars/Base")).toMatchObject({
+      code: 2,
+      said: expect.stringMatching(/--tz: expected an IANA/),
+    });
+    // Commander refuses the flag's value itself (its message goes to stderr, naming the flag).
+    expect((await cron("--schedule", "* * * * *", "--at-most", "5")).code).toBe(2);
+    expect(await cron("--schedule", "* * * * *", "--at-most", "1m", "--at-least", "2m")).toMatchObject({
+      code: 2,
+      said: expect.stringMatching(/--at-least: expected at most lockAtMostFor/),
+    });
+    expect(await cron("--schedule", "* * * * *", "--missed", "later")).toMatchObject({ code: 2 });
   });
 });
 
