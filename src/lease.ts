@@ -196,6 +196,12 @@ const wallMsSchema = z
   .int({ error: "expected whole milliseconds" })
   .nonnegative({ error: "expected a non-negative number" });
 
+/** A scheduled job's latest fire (src/record.ts `FireState`). */
+export const fireSchema = z.strictObject({
+  at: wallMsSchema,
+  done: z.boolean({ error: "expected true or false" }),
+});
+
 const recordFields = z.strictObject({
   name: nameSchema,
   holder: holderSchema.nullable(),
@@ -213,6 +219,7 @@ const recordFields = z.strictObject({
   holderDigest: digestSchema.optional(),
   successorDigest: digestSchema.optional(),
   upstream: upstreamSchema.optional(),
+  fire: fireSchema.optional(),
 });
 
 /**
@@ -238,6 +245,7 @@ export const PROTOCOL_FIELDS = [
   "holderDigest",
   "successorDigest",
   "upstream",
+  "fire",
 ] as const satisfies readonly (keyof LeaseRecord)[];
 
 export const recordSchema = recordFields.extend({ name: recordNameSchema }).superRefine(checkProtocolFields);
@@ -254,7 +262,7 @@ const storedRecordSchema = recordFields
   .superRefine(checkProtocolFields);
 
 export type { Listed, Unreadable } from "./listing.js";
-export type { LeaseRecord, Revision, SessionRef, Stored, Successor, UpstreamProof } from "./record.js";
+export type { FireState, LeaseRecord, Revision, SessionRef, Stored, Successor, UpstreamProof } from "./record.js";
 
 /** Per-call options a store should honour where its client can (abort an in-flight request). */
 export interface CallOptions {

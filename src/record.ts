@@ -58,6 +58,19 @@ export interface LeaseRecord {
   successorDigest?: string;
   /** Another API's proofs, kept for it when it stores its leases here through the HTTP store. */
   upstream?: UpstreamProof;
+  /** A scheduled job's latest fire (src/schedule/): protocol state, never caller metadata. */
+  fire?: FireState | undefined;
+}
+
+/**
+ * The latest fire of a scheduled job (docs/schedule.md), claimed or settled. It never goes back,
+ * and a settled fire is never reopened (src/term-rules.ts), so no fire runs twice.
+ */
+export interface FireState {
+  /** The fire's scheduled instant: wall-clock ms since the epoch. */
+  at: number;
+  /** False while the fire's run is under way (or its runner vanished); true once it is settled. */
+  done: boolean;
 }
 
 /** Opaque compare-and-swap token; only the store that issued it understands it. */

@@ -3,7 +3,10 @@
  * the one it replaces. The fencing token is only worth something if no writer, whatever its
  * credentials, can move it backwards, skip it, or hand the lease to someone else without it.
  * The HTTP API checks every write against these rules (acquire, renew, release and the raw
- * compare-and-swap); the elector's own writes satisfy them by construction. Runtime-neutral.
+ * compare-and-swap); the elector's own writes satisfy them by construction. Beside them, the rule
+ * of a scheduled job's record (`fire`, docs/schedule.md): its latest fire never goes back and a
+ * settled fire is never reopened, so no writer can make a fire that ran runnable again.
+ * Runtime-neutral.
  */
 import type { LeaseRecord } from "./lease.js";
 
@@ -17,7 +20,11 @@ export type TermRule =
   /** A release (`holder: null`) keeps the term it releases. */
   | "release-keeps-term"
   /** A create names a holder from term 1 up, or is a released record. */
-  | "create-needs-term";
+  | "create-needs-term"
+  /** A scheduled job's latest fire never goes back, and is never dropped once written. */
+  | "fire-rewound"
+  /** A settled fire (`done`) is never reopened: it would run again. */
+  | "fire-reopened";
 
 export interface TermRuleViolation {
   rule: TermRule;
@@ -31,6 +38,10 @@ export interface TermRuleViolation {
  * continuing above a record that was deleted), since that can only raise the fencing token.
  */
 export function checkTermRules(current: LeaseRecord | null, next: LeaseRecord): TermRuleViolation | undefined {
+  return termViolation(current, next) ?? fireViolation(current, next);
+}
+
+function termViolation(current: LeaseRecord | null, next: LeaseRecord): TermRuleViolation | undefined {
   if (current === null) {
     if (next.holder !== null && next.term < 1) {
       return {
@@ -58,6 +69,27 @@ export function checkTermRules(current: LeaseRecord | null, next: LeaseRecord): 
     return {
       rule: "new-holder-needs-next-term",
       message: `giving ${from} to ${JSON.stringify(next.holder)} takes term ${term + 1} (got ${next.term})`,
+    };
+  }
+  return undefined;
+}
+
+/** The scheduled job's rule: `fire` moves forward only, and `done` is never undone for one fire. */
+function fireViolation(current: LeaseRecord | null, next: LeaseRecord): TermRuleViolation | undefined {
+  const was = current?.fire;
+  if (!was) return undefined;
+  const fire = next.fire;
+  if (!fire || fire.at < was.at) {
+    const got = fire ? new Date(fire.at).toISOString() : "none";
+    return {
+      rule: "fire-rewound",
+      message: `the latest fire is ${new Date(was.at).toISOString()}; it never goes back (got ${got})`,
+    };
+  }
+  if (fire.at === was.at && was.done && !fire.done) {
+    return {
+      rule: "fire-reopened",
+      message: `the fire ${new Date(was.at).toISOString()} is settled; it is never reopened`,
     };
   }
   return undefined;

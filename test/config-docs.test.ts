@@ -40,8 +40,8 @@ function table(): Map<string, Record<string, string>> {
 }
 
 const COLUMN: Record<Entry, string> = { node: "npm start", serve: "serve", lambda: "Lambda", worker: "Worker" };
-/** Set by `leasehold run` for its command (docs/cli.md), not settings. */
-const RUN_SETS = ["LEASEHOLD_LEASE", "LEASEHOLD_TERM", "LEASEHOLD_IDENTITY"];
+/** Set by `leasehold run` and `leasehold cron` for their commands (docs/cli.md), not settings. */
+const RUN_SETS = ["LEASEHOLD_LEASE", "LEASEHOLD_TERM", "LEASEHOLD_IDENTITY", "LEASEHOLD_JOB", "LEASEHOLD_FIRE"];
 
 function files(dir: string, ext: RegExp): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {

@@ -265,6 +265,8 @@ export class Job {
       // unsupervised: kill its group now, before anything else.
       this.guard.on("exit", () => {
         if (!this.reported) this.signalGroup("SIGKILL");
+        // Too late to start: this side closed the channel itself, after which "close" never comes.
+        else if (this.reported.kind === "too-late") settle(this.reported);
       });
       // "close" comes after the IPC channel has closed, so every message the guard sent has been read.
       this.guard.on("close", (code, signal) => {

@@ -1,5 +1,6 @@
 /**
- * The `leasehold` command line (commander): run, status, watch, release, migrate-group, doctor, serve. `runCli` parses
+ * The `leasehold` command line (commander): run, cron, status, watch, release, migrate, migrate-group,
+ * doctor, serve. `runCli` parses
  * `argv`, runs one command and returns the exit code: the command's own (run), 0 on success,
  * 2 for usage errors (unknown flags, bad values, bad store URL, bad names), 1 for runtime errors.
  * Errors are one line on stderr.
@@ -16,6 +17,7 @@ import {
   LeaseValidationError,
 } from "../errors.js";
 import { type ChosenStore, chooseStoreUrl, DEFAULT_DB, storeUrlFormsOn } from "../open-store.js";
+import { cronCommand, parseDuration } from "./cron.js";
 import { doctorCommand } from "./doctor.js";
 import { migrateCommand } from "./migrate.js";
 import { migrateGroupCommand } from "./migrate-group.js";
@@ -117,6 +119,83 @@ Examples:
               pollMs: opts.pollMs,
               graceMs: opts.graceMs,
             }),
+          },
+          io,
+        ),
+      );
+    });
+
+  const duration = (value: string): number => {
+    try {
+      return parseDuration(value);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  };
+  program
+    .command("cron")
+    .description("run a command on one replica per fire of a cron schedule (every replica runs the same line)")
+    .requiredOption("--name <name>", "the job's record (a lease name)")
+    .requiredOption(
+      "--schedule <cron>",
+      'cron line: 5 fields, 6 with seconds first, or @daily (quote it: "*/5 * * * *")',
+    )
+    .addOption(storeOption())
+    .option("--tz <zone>", "IANA time zone the schedule is read in (default UTC)")
+    .option(
+      "--at-most <dur>",
+      "longest a run may take: SIGKILL at its end, SIGTERM --grace before (default 10m)",
+      duration,
+    )
+    .option(
+      "--at-least <dur>",
+      "hold the job this long from a run's start: fires before then do not run (default 0)",
+      duration,
+    )
+    .option("--grace <dur>", "SIGTERM-to-SIGKILL delay (default at-most / 10, at most 10s)", duration)
+    .option("--max-late <dur>", "how late a fire may still start by this replica's clock (default 10s)", duration)
+    .addOption(
+      new Option("--missed <policy>", "fires later than --max-late: skip, or run the latest once").choices([
+        "skip",
+        "run-latest",
+      ]),
+    )
+    .addOption(
+      new Option(
+        "--on-crash <policy>",
+        "a fire whose runner vanished: skip (report missed) or rerun (next term)",
+      ).choices(["skip", "rerun"]),
+    )
+    .option("--identity <id>", "this replica's identity (default: HOSTNAME-PID)")
+    .argument("<command...>", "the command and its arguments (after --)")
+    .passThroughOptions()
+    .addHelpText(
+      "after",
+      `
+The command gets LEASEHOLD_JOB, LEASEHOLD_FIRE (the fire, ISO 8601), LEASEHOLD_TERM (the fencing
+token) and LEASEHOLD_IDENTITY. Durations: 500ms, 30s, 5m, 1h. Runs until SIGINT/SIGTERM (exit
+128 + N, after a command under way has exited).
+
+Examples:
+  leasehold cron --name jobs/nightly-report --schedule "0 2 * * *" --tz Europe/Paris --at-most 30m -- ./report.sh
+  leasehold cron --name jobs/sync --schedule "*/10 * * * * *" --at-most 8s --store dynamodb://leases -- ./sync`,
+    )
+    .action(async (command: string[], opts) => {
+      setExitCode(
+        await cronCommand(
+          {
+            store: storeOf(io, opts.store),
+            name: opts.name,
+            schedule: opts.schedule,
+            command,
+            ...(opts.tz === undefined ? {} : { timezone: opts.tz }),
+            ...(opts.atMost === undefined ? {} : { atMostMs: opts.atMost }),
+            ...(opts.atLeast === undefined ? {} : { atLeastMs: opts.atLeast }),
+            ...(opts.grace === undefined ? {} : { graceMs: opts.grace }),
+            ...(opts.maxLate === undefined ? {} : { maxLateMs: opts.maxLate }),
+            ...(opts.missed === undefined ? {} : { missed: opts.missed }),
+            ...(opts.onCrash === undefined ? {} : { onCrash: opts.onCrash }),
+            ...(opts.identity === undefined ? {} : { identity: opts.identity }),
           },
           io,
         ),

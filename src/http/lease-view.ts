@@ -22,6 +22,7 @@ export function leaseView(stored: Stored, expiresAt?: number): LeaseView {
     ...(r.session ? { session: r.session } : {}),
     ...(r.successor ? { successor: r.successor } : {}),
     ...(r.upstream ? { upstream: r.upstream } : {}),
+    ...(r.fire ? { fire: r.fire } : {}),
     revision: stored.revision,
   };
 }

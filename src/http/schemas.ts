@@ -103,6 +103,23 @@ const metadata = metadataSchema.meta({
 });
 
 /**
+ * A scheduled job's latest fire (docs/schedule.md): protocol state, written by the scheduler with
+ * the record. The server refuses a write that moves it back or reopens a settled fire.
+ */
+const fire = z
+  .strictObject({
+    at: wallMs("The fire's scheduled instant (wall clock, ms since the epoch)"),
+    done: z
+      .boolean({ error: "expected true or false" })
+      .meta({ description: "False while its run is under way (or its runner vanished); true once settled" }),
+  })
+  .meta({
+    id: "Fire",
+    description:
+      "A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)",
+  });
+
+/**
  * The largest term a new lease may start at through the raw PUT: far beyond any real use, and
  * 2^52 short of 2^53-1, so a lease created there can still pass on (a term past 2^53-1 could not
  * be written, and the name would be stuck).
@@ -263,6 +280,7 @@ export const RecordBody = z
     session: sessionRef.optional(),
     successor: successor.optional(),
     upstream: upstream.optional(),
+    fire: fire.optional(),
   })
   .meta({
     id: "RecordWrite",
@@ -313,6 +331,7 @@ export const Lease = z
     session: sessionRef.optional(),
     successor: successor.optional(),
     upstream: upstream.optional(),
+    fire: fire.optional(),
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });
@@ -387,7 +406,7 @@ export const Problem = z
     leader: z.boolean().optional(),
     rule: z.string().optional().meta({
       description:
-        "The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term or create-needs-term",
+        "The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term, create-needs-term, or for a scheduled job's record fire-rewound or fire-reopened",
     }),
     bound: z.string().optional().meta({
       description:

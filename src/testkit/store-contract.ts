@@ -163,6 +163,52 @@ export function describeStoreContract(backend: string, options: StoreContractOpt
       );
     }
 
+    if (options.enforcesTermRules) {
+      it(
+        "refuses a write that moves a scheduled job's fire back, drops it or reopens a settled one, changing nothing",
+        withStore(async (store) => {
+          const name = uniqueName("job");
+          const at = Date.UTC(2026, 0, 1, 2);
+          const settled = await store.put(makeRecord(name, { holder: null, term: 3, fire: { at, done: true } }), null);
+          for (const [fire, rule] of [
+            [{ at: at - 1000, done: true }, "fire-rewound"],
+            [undefined, "fire-rewound"],
+            [{ at, done: false }, "fire-reopened"],
+          ] as const) {
+            const next = makeRecord(name, { holder: null, term: 3, ...(fire ? { fire } : {}) });
+            const error = await store.put(next, settled.revision).catch((e: unknown) => e);
+            expect(isLeaseTermRuleError(error), String(error)).toBe(true);
+            expect((error as LeaseTermRuleError).rule).toBe(rule);
+            expect(await store.get(name)).toEqual(settled);
+          }
+        }),
+      );
+    }
+
+    it(
+      "a scheduled job's fire (a typed field of the record) round-trips through put, get, a conflict and a listing",
+      withStore(async (store) => {
+        const name = uniqueName("job");
+        const at = Date.UTC(2026, 0, 1, 2);
+        const running = makeRecord(name, { holder: "alice", term: 1, fire: { at, done: false } });
+        const first = await store.put(running, null);
+        expect(first.record).toEqual(asStored(running, first.record));
+        const done = makeRecord(name, { holder: null, term: 1, fire: { at, done: true } });
+        const second = await store.put(done, first.revision);
+        expect(second.record.fire).toEqual({ at, done: true });
+        expect(await store.get(name)).toEqual(second);
+        const stale = makeRecord(name, { holder: "bob", term: 2, fire: { at: at + 60_000, done: false } });
+        const conflict = await store.put(stale, first.revision).catch((e: unknown) => e);
+        const current = (conflict as { current?: { record: LeaseRecord } }).current;
+        if (current) expect(current.record.fire).toEqual({ at, done: true });
+        if (store.list) {
+          const listed = [];
+          for await (const s of store.list(name)) listed.push(s);
+          expect(listed).toEqual([second]);
+        }
+      }),
+    );
+
     it(
       "metadata, unicode and maximum-size values round-trip exactly",
       withStore(async (store) => {

@@ -6,7 +6,8 @@
  *
  * Item layout: the key, a numeric `rev` (the CAS token, a decimal string in `Stored.revision`)
  * and the record's fields as native attributes (`holder` S or NULL, `term`/`leaseMs`/
- * `acquiredAt`/`renewedAt` N, `metadata` M of S, `writeId` S). Native attributes rather than one
+ * `acquiredAt`/`renewedAt` N, `metadata` M of S, `writeId` S, a scheduled job's `fire` M of `at` N
+ * and `done` BOOL). Native attributes rather than one
  * JSON string because operators read and filter leases in the console and CLI
  * (`--filter-expression "holder = :me"`), and the TTL attribute must be a number anyway. Every
  * read goes through `parseRecord`: an item with a missing, mistyped or out-of-range field, or
@@ -397,6 +398,7 @@ export class DynamoDbStore implements LeaseStore {
 function toAttribute(value: unknown): AttributeValue {
   if (typeof value === "string") return { S: value };
   if (typeof value === "number") return { N: String(value) };
+  if (typeof value === "boolean") return { BOOL: value };
   return { M: Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, toAttribute(v)])) };
 }
 

@@ -397,6 +397,15 @@ type FieldError struct {
 	Path string `json:"path"`
 }
 
+// Fire A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)
+type Fire struct {
+	// At The fire's scheduled instant (wall clock, ms since the epoch)
+	At int `json:"at"`
+
+	// Done False while its run is under way (or its runner vanished); true once settled
+	Done bool `json:"done"`
+}
+
 // ForceReleaseRequest Clear a record this server cannot read or judge: it becomes a released record (holder null)
 type ForceReleaseRequest struct {
 	// Term For a record the store cannot read (whose own term is unknown): the term the released record carries, at least the highest term anything downstream fenced with under this name (0 if nothing fences with it), at most 4503599627370496. A record that reads keeps its own term: send none, or that one
@@ -623,6 +632,9 @@ type Lease struct {
 	// ExpiresAt When the lease runs out unless renewed (server wall clock, ms): renewedAt + leaseMs; for a bucket of a sharded group, when its owner's session does (a bucket is held while that session lives)
 	ExpiresAt int `json:"expiresAt"`
 
+	// Fire A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)
+	Fire *Fire `json:"fire,omitempty"`
+
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
 	Holder *string `json:"holder"`
 
@@ -766,7 +778,7 @@ type Problem struct {
 	// Lease One lease record and its revision
 	Lease *Lease `json:"lease,omitempty"`
 
-	// Rule The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term or create-needs-term
+	// Rule The term rule a refused write broke (409 term-rule): term-decreased, term-skipped, new-holder-needs-next-term, release-keeps-term, create-needs-term, or for a scheduled job's record fire-rewound or fire-reopened
 	Rule   *string `json:"rule,omitempty"`
 	Status int     `json:"status"`
 	Title  string  `json:"title"`
@@ -794,6 +806,9 @@ type ReadyStore string
 type RecordWrite struct {
 	// AcquiredAt When the current term began (writer's wall clock, ms); at most the server's clock + maxSkewMs
 	AcquiredAt int `json:"acquiredAt"`
+
+	// Fire A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)
+	Fire *Fire `json:"fire,omitempty"`
 
 	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
 	Holder *string `json:"holder"`
