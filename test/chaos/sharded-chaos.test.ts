@@ -71,9 +71,11 @@ describe("the sharded checker is not vacuous", () => {
 
   it("taking an expired member's buckets without fencing its session first is caught", async () => {
     const found: string[] = [];
-    // Rare since renewals retry within the window (an owner seldom expires while it still acts):
-    // the first such seed is in the 300s today, so the scan is long, and stops at the first.
-    for (let seed = 1; seed <= 500 && found.length === 0; seed++) {
+    // Rare since renewals retry within their window: only a member paused with a renewal on its way,
+    // applied after a peer took its buckets unfenced, works on. Of seeds 1-500 the first that makes
+    // one is 366 (seeds replay exactly); CHAOS_UNFENCED_SEEDS=1-500 scans them all.
+    const [from, to] = (process.env.CHAOS_UNFENCED_SEEDS ?? "366-366").split("-").map(Number) as [number, number];
+    for (let seed = from; seed <= (to ?? from) && found.length === 0; seed++) {
       const r = await runShardedScenario(seed, "memory", { unfenced: true });
       found.push(...r.violations.filter((v) => /^bucket \d+: (two candidates inside|resource rejected term)/.test(v)));
     }
