@@ -199,6 +199,7 @@ describe("infra/aws: the CDK stack", () => {
       maxSkewMs: 2500,
       watchPollMs: 1000,
       heartbeatMs: 15_000,
+      storeTimeoutMs: 2000,
       limits: {},
     });
   });

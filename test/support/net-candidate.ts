@@ -67,7 +67,7 @@ const watch = (bucket: number, elector: Candidate) => {
 if (mode === "elector") {
   watch(0, new Elector({ store, name: "net/lease", identity: member, leaseMs }));
 } else if (mode === "bound") {
-  const session = openSession({ store, name: `net/sessions/${member}`, identity: member, leaseMs });
+  const session = openSession({ store, name: `net/_sessions/${member}`, identity: member, leaseMs });
   session.on("lost", ({ term, reason }) => event({ event: "session-lost", term, reason }));
   for (let i = 0; i < Number(leasesArg ?? 10); i++) watch(i, session.elector({ name: `net/bound-${i}` }));
 } else {
