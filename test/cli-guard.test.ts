@@ -332,10 +332,15 @@ describe("leasehold run: the command cannot outlive its lease", () => {
     void a.exited.then(() => {
       candidate.exited = true;
     });
-    const first = await until("A's command to write 3 lines", () => {
-      const lines = readWriterLog(log);
-      return lines.length >= 3 ? lines[0] : undefined;
-    });
+    // Two tsx processes to start first: on busy cores that alone can take tens of seconds.
+    const first = await until(
+      "A's command to write 3 lines",
+      () => {
+        const lines = readWriterLog(log);
+        return lines.length >= 3 ? lines[0] : undefined;
+      },
+      60_000,
+    );
     server.child.kill("SIGSTOP"); // renewals now time out; the wrapper itself keeps running
 
     expect(await a.exited).toEqual({ code: 75, signal: null });

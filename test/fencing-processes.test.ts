@@ -145,8 +145,9 @@ const seenTermUnknown = new Set<ResourceKind>(["dynamodb"]);
 
 describe("a leader SIGSTOPped between its check and its write is refused by the fence when it wakes", () => {
   for (const kind of ["sqlite", "dynamodb", "gcs", "s3", "azure-blob", "http"] as const) {
-    // Two tsx processes per case: seconds each to start on busy cores.
-    it(kind, { timeout: 90_000 }, async () => {
+    // Two tsx processes per case: seconds each to start on busy cores (tens of seconds at a load
+    // average of 10 on 2 cores, with every other test file running beside it).
+    it(kind, { timeout: 150_000 }, async () => {
       const leaseDb = join(dir, `${unique("lease")}.db`);
       const { spec, saved } = await prepare(kind);
 
