@@ -302,9 +302,9 @@ describe("leasehold run: the command cannot outlive its lease", () => {
     expect(theirs > before && theirs < after).toBe(true);
   });
 
-  it("the store stops answering, the wrapper alive: the guard sends SIGTERM before the window closes, SIGKILL at its end; exit 75", async ({
-    onTestFinished,
-  }) => {
+  it("the store stops answering, the wrapper alive: the guard sends SIGTERM before the window closes, SIGKILL at its end; exit 75", {
+    timeout: 120_000,
+  }, async ({ onTestFinished }) => {
     const dir = mkdtempSync(join(root, "t-"));
     const log = join(dir, "terms.log");
     const procs = new CliProcesses();
