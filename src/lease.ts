@@ -102,7 +102,10 @@ const LEASE_NAME = `${SEGMENT}(/${SEGMENT})*`;
  * `_quota/q-<32 hex digits>` (the API's count of one token's records under one prefix).
  * Exactly one `_` segment, at a fixed place, so each name has one role (`recordRole`).
  */
-const PROTOCOL_NAME = `(${LEASE_NAME}/)?_sessions/${SEGMENT}|${LEASE_NAME}/_config|${LEASE_NAME}/_(members|buckets)/${SEGMENT}|_quota/q-[0-9a-f]{32}`;
+const SERVED_PROTOCOL_NAME = `(${LEASE_NAME}/)?_sessions/${SEGMENT}|${LEASE_NAME}/_config|${LEASE_NAME}/_(members|buckets)/${SEGMENT}`;
+/** The API's own records (its quota counts): stores hold them, no route serves them. */
+const SERVER_RECORD_NAME = "_quota/q-[0-9a-f]{32}";
+const PROTOCOL_NAME = `${SERVED_PROTOCOL_NAME}|${SERVER_RECORD_NAME}`;
 export const PROTOCOL_NAME_PATTERN = new RegExp(`^(${PROTOCOL_NAME})$`);
 
 /** A process session record's name: `[<scope>/]_sessions/<id>`. */
@@ -113,6 +116,9 @@ export const SESSION_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}/)?_sessions/${SE
  * lookarounds, so the API can publish it (it reads the same in ECMA-262, Python, Go and Rust).
  */
 export const RECORD_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}|${PROTOCOL_NAME})$`);
+
+/** A name the API serves (its wire pattern): any record's but the server's own (`_quota/`). */
+export const SERVED_NAME_PATTERN = new RegExp(`^(${LEASE_NAME}|${SERVED_PROTOCOL_NAME})$`);
 
 /** What a record is, by its name (the only place a role is decided). */
 export type RecordRole = "lease" | "session" | "group-config" | "member" | "bucket" | "quota";

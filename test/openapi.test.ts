@@ -10,7 +10,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/api/app.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
-import { HOLDER_PATTERN, holderSchema, NAME_PATTERN, RECORD_NAME_PATTERN } from "../src/lease.js";
+import { HOLDER_PATTERN, holderSchema, NAME_PATTERN, SERVED_NAME_PATTERN } from "../src/lease.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../src/sharding/layout.js";
 import { TOKEN_SCOPES } from "./support/api-server.js";
 
@@ -184,7 +184,7 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
         type: "string",
         minLength: 1,
         maxLength: 192,
-        pattern: (lease ? NAME_PATTERN : RECORD_NAME_PATTERN).source,
+        pattern: (lease ? NAME_PATTERN : SERVED_NAME_PATTERN).source,
       });
       expect(JSON.stringify(name)).toContain("%2F");
     }

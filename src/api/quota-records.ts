@@ -20,12 +20,18 @@ export const QUOTA_RECORD_PREFIX = "_quota/";
 export const isQuotaRecord = (name: string): boolean => recordRole(name) === "quota";
 
 /**
- * 404 for a route naming one of the server's own records: the API serves none of them (nor lists
- * them), so to a caller they do not exist, whatever the token.
+ * 400 for a route naming one of the server's own records: the API serves none of them (nor lists
+ * them), and its wire pattern for names leaves them out (SERVED_NAME_PATTERN).
  */
 export function refuseServerName(name: string): string {
   if (!isQuotaRecord(name)) return name;
-  throw new ProblemError("not-found", `no record "${name}": the server's own records (${QUOTA_RECORD_PREFIX}) are served by no route`);
+  throw new ProblemError(
+    "validation",
+    `"${name}" is a record of the server's own (a quota count): no route serves it`,
+    {
+      errors: [{ path: "name", message: `expected a name not of the form ${QUOTA_RECORD_PREFIX}q-<32 hex digits>` }],
+    },
+  );
 }
 
 async function hex(text: string): Promise<string> {

@@ -26,9 +26,9 @@ import {
   NAME_PATTERN,
   NAME_RULE,
   prefixSchema,
-  RECORD_NAME_PATTERN,
   RECORD_NAME_RULE,
   RESERVED_METADATA_PREFIXES,
+  SERVED_NAME_PATTERN,
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
@@ -184,7 +184,7 @@ const wireRecordName = z
   .string({ error: "expected a string" })
   .min(1, { error: "expected a non-empty name", abort: true })
   .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
-  .regex(RECORD_NAME_PATTERN, { error: RECORD_NAME_RULE });
+  .regex(SERVED_NAME_PATTERN, { error: RECORD_NAME_RULE });
 
 export const recordName = wireRecordName.meta({
   description: `A record's name: a lease name (${nameDescription}), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)`,
