@@ -104,7 +104,7 @@ async function perLeaseFleet({ store, leases, prefix, probe }: FleetOptions): Pr
 async function sessionBoundFleet({ store, leases, prefix, probe }: FleetOptions): Promise<Fleet> {
   const session = openSession({
     store,
-    name: `${prefix}/session`,
+    name: `${prefix}/_sessions/bench`,
     identity: "overload",
     leaseMs: LEASE_MS,
     renewMs: RENEW_MS,

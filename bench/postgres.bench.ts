@@ -196,7 +196,7 @@ async function fleet(server: RunningPostgres, leases: number, pool: number, boun
   let lost = 0;
   const prefix = fresh(`fleet-${leases}-${pool}`);
   const timing = { leaseMs: 6000, renewMs: 2000 };
-  const session = bound ? openSession({ store, name: `${prefix}/session`, ...timing }) : undefined;
+  const session = bound ? openSession({ store, name: `${prefix}/_sessions/bench`, ...timing }) : undefined;
   const electors = Array.from({ length: leases }, (_, i) => {
     const name = `${prefix}/${i}`;
     return session ? session.elector({ name }) : new Elector({ store, identity: "fleet", name, ...timing });
