@@ -91,7 +91,9 @@ async function measure(storeName: string, inner: LeaseStore, config: Config): Pr
   gc();
   const heapBefore = process.memoryUsage().heapUsed;
   const session =
-    mode === "bound" ? openSession({ store, name: `scale/${n}/_sessions/p`, identity: "p", leaseMs, renewMs }) : undefined;
+    mode === "bound"
+      ? openSession({ store, name: `scale/${n}/_sessions/p`, identity: "p", leaseMs, renewMs })
+      : undefined;
   const electors: Array<Pick<Elector, "on" | "start" | "stop" | "current">> = [];
   let measuring = false;
   const latencies: number[] = [];

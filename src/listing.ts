@@ -72,3 +72,26 @@ export async function* readable(listing: AsyncIterable<Listed>): AsyncIterable<S
     yield entry;
   }
 }
+
+/**
+ * The listing of a store that reads its rows by name range (the SQL stores): pages of at most
+ * `pageSize` rows after `startAfter`, at most `limit` in all, each row yielded as its record or,
+ * unreadable, in its place. `page(after, size)` reads the next rows in name order.
+ */
+export async function* listByPages<Row extends { name: string }>(
+  options: { startAfter?: string; limit?: number },
+  pageSize: number,
+  page: (after: string, size: number) => Row[] | Promise<Row[]>,
+  toStored: (row: Row) => Stored,
+): AsyncIterable<Listed> {
+  let after = options.startAfter ?? "";
+  let left = options.limit ?? Number.POSITIVE_INFINITY;
+  while (left > 0) {
+    const size = Math.min(pageSize, left);
+    const rows = await page(after, size);
+    for (const row of rows) yield orUnreadable(() => toStored(row));
+    if (rows.length < size) return;
+    left -= rows.length;
+    after = rows[rows.length - 1]?.name ?? after;
+  }
+}

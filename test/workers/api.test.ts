@@ -193,7 +193,7 @@ describe("worker configuration", () => {
       );
       expect(put.status).toBe(201);
       expect(logged).toHaveBeenCalledWith(
-        'leasehold: API on Cloudflare Workers; store durable-object:LEASES (default); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50',
+        'leasehold: API on Cloudflare Workers; store durable-object:LEASES (default); auth: 2 tokens (writer: read+write+cas on all leases; reader: read on "public/"); maxSkewMs 60000, watchPollMs 250, heartbeatMs 50, storeTimeoutMs 2000',
       );
     } finally {
       logged.mockRestore();
@@ -239,6 +239,8 @@ describeStoreContract("http store -> worker -> durable objects", {
   conflictCarriesCurrent: true,
   stampsRenewedAt: stamps,
   enforcesTermRules: true,
+  cannotHoldUnreadable:
+    "behind the Worker's API are Durable Objects, which hold only records LeaseObject validated (durable-object-store.test.ts)",
 });
 // The elector contract runs on the suite's manual clock, and the API judges takeovers by its own
 // clock: so here the app is the Worker's own `createApp` on the same Durable Object namespace, built

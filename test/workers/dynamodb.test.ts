@@ -5,7 +5,7 @@
  */
 
 import { env } from "cloudflare:workers";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, expect, it } from "vitest";
 import { DynamoDbStore } from "../../src/backends/dynamodb/store.js";
 import { LeaseholdClient } from "../../src/http/client.js";
@@ -24,6 +24,15 @@ afterAll(() => client.destroy());
 describeStoreContract("dynamodb from workerd (dynalite)", {
   create: async () => ({ store: new DynamoDbStore({ client, table: env.DYNAMODB_TABLE }) }),
   conflictCarriesCurrent: true,
+  // A record whose term is text (a foreign tool's write), at a sound revision.
+  plantUnreadable: async (name) => {
+    await client.send(
+      new PutItemCommand({
+        TableName: env.DYNAMODB_TABLE,
+        Item: { pk: { S: name }, rev: { N: "4" }, term: { S: "four" }, holder: { S: "ghost" } },
+      }),
+    );
+  },
 });
 
 it("the Worker serves the API on DynamoDB when LEASEHOLD_STORE names a table", async () => {

@@ -56,7 +56,7 @@ import {
   validateRecord,
   validateRecordName,
 } from "../../lease.js";
-import { orUnreadable, storedAt } from "../../listing.js";
+import { listByPages, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import {
@@ -253,17 +253,13 @@ export class PostgresStore implements LeaseStore {
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
-    let after = options.startAfter ?? "";
-    let left = options.limit ?? Number.POSITIVE_INFINITY;
-    while (left > 0) {
-      const size = Math.min(PAGE, left);
-      const rows = await this.query("read", prefix, this.sql.page, [prefix, prefixUpperBound(prefix), after, size]);
-      // A row that cannot be read is yielded in its place (src/listing.ts): the rest are served.
-      for (const row of rows) yield orUnreadable(() => toStored(row.name, row));
-      if (rows.length < size) return;
-      left -= rows.length;
-      after = rows[rows.length - 1]?.name ?? after;
-    }
+    // A row that cannot be read is yielded in its place (src/listing.ts): the rest are served.
+    yield* listByPages(
+      options,
+      PAGE,
+      (after, size) => this.query("read", prefix, this.sql.page, [prefix, prefixUpperBound(prefix), after, size]),
+      (row) => toStored(row.name, row),
+    );
   }
 
   /**

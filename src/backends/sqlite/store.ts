@@ -29,7 +29,7 @@ import {
   validateRecord,
   validateRecordName,
 } from "../../lease.js";
-import { orUnreadable, storedAt } from "../../listing.js";
+import { listByPages, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
 import { parseRevision } from "../revision.js";
 import { type SqliteBaseline, type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
@@ -143,17 +143,12 @@ export class SqliteStore implements LeaseStore {
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
     validatePrefix(prefix);
-    let after = options.startAfter ?? "";
-    let left = options.limit ?? Number.POSITIVE_INFINITY;
-    while (left > 0) {
-      const rows = this.run(() =>
-        this.statements.page.all(prefix, prefixUpperBound(prefix), after, Math.min(PAGE, left)),
-      );
-      for (const row of rows) yield orUnreadable(() => toStored(row));
-      if (rows.length < Math.min(PAGE, left)) return;
-      left -= rows.length;
-      after = rows[rows.length - 1]?.name ?? after;
-    }
+    yield* listByPages(
+      options,
+      PAGE,
+      (after, size) => this.run(() => this.statements.page.all(prefix, prefixUpperBound(prefix), after, size)),
+      toStored,
+    );
   }
 
   /** Waits for this store's writes to be answered, then closes its connections. */
