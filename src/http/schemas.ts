@@ -26,6 +26,7 @@ import {
   NAME_PATTERN,
   NAME_RULE,
   prefixSchema,
+  RECORD_NAME_PATTERN,
   RECORD_NAME_RULE,
   RESERVED_METADATA_PREFIXES,
   SERVED_NAME_PATTERN,
@@ -186,6 +187,16 @@ const wireRecordName = z
   .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
   .regex(SERVED_NAME_PATTERN, { error: RECORD_NAME_RULE });
 
+/**
+ * A listing's position: the last name a page covered, which may be one of the server's own records
+ * (a page counts them, though it never shows them), so any stored record's name.
+ */
+const listCursor = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty name", abort: true })
+  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
+  .regex(RECORD_NAME_PATTERN, { error: RECORD_NAME_RULE });
+
 export const recordName = wireRecordName.meta({
   description: `A record's name: a lease name (${nameDescription}), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)`,
   example: "adapters/billing",
@@ -310,7 +321,7 @@ export const ListQuery = z.object({
     .max(1000, { error: "expected at most 1000" })
     .optional()
     .meta({ description: "Page size (default 100; the server may cap it lower)" }),
-  cursor: wireRecordName.optional().meta({ description: "The `next` value of the previous page" }),
+  cursor: listCursor.optional().meta({ description: "The `next` value of the previous page" }),
 });
 
 const revision = z.string().min(1).max(64).meta({ description: "Opaque compare-and-swap token (ETag, unquoted)" });
@@ -384,7 +395,7 @@ export const LeaseList = z
       description:
         "The page's records this server cannot read or judge, each with its name and why; the rest of the page is in `leases`. Sent by every server since leasehold 0.2 (empty when none)",
     }),
-    next: recordName.nullable().meta({
+    next: listCursor.nullable().meta({
       description: "Cursor of the next page (the last name of this page, of either kind), or null on the last",
     }),
   })
