@@ -10,6 +10,7 @@ import { DurableObjectStore } from "../../src/backends/durable-object/store.js";
 import { INDEX_OBJECT } from "../../src/backends/durable-object/wire.js";
 import type { Stored } from "../../src/lease.js";
 import { listedName } from "../../src/listing.js";
+import { describeBoundContract } from "../../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
@@ -18,6 +19,7 @@ const create = async () => ({ store: new DurableObjectStore({ namespace: env.LEA
 
 describeStoreContract("durable objects (workerd)", { create, conflictCarriesCurrent: true });
 describeElectorContract("durable objects (workerd)", create);
+describeBoundContract("durable objects (workerd)", create);
 describeShardedContract("durable objects (workerd)", create);
 
 describe("durable object store", () => {
