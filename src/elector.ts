@@ -15,7 +15,7 @@ import { Emitter, type Listener } from "./elector/events.js";
 import { LeaseHolder } from "./elector/holder.js";
 import type { Lane } from "./elector/lane.js";
 import { LeaderWork } from "./elector/leader-work.js";
-import { openLane, processLane } from "./elector/load-lane.js";
+import { defaultLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
@@ -143,7 +143,7 @@ export class Elector {
     this.safetyMs = o.safetyMs;
     this.graceMs = o.graceMs;
     this.clock = options.clock ?? systemClock;
-    this.lane = options.lane ?? (this.clock === systemClock ? processLane() : openLane);
+    this.lane = options.lane ?? defaultLane(this.clock);
     this.holder = new LeaseHolder({
       ...o,
       store: options.store,

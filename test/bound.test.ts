@@ -135,3 +135,34 @@ describe("bound leases: one mode per lease name", () => {
     await plain.stop();
   });
 });
+
+describe("bound leases: hand-over on a store that does not push", () => {
+  it("the successor leads the handed term within one poll, however often its session renews (SQLite)", async () => {
+    const clock = new ManualClock();
+    const store = new SqliteStore({ path: join(dir, "handover.db") });
+    const tracked = new TrackedStore(store);
+    clock.idle = () => tracked.settle();
+    // The session renews (every 1000 ms) more often than the follower polls (every 1500 ms): a
+    // renewal must not restart the follower's poll timer, or it would never read the hand-over.
+    const timing = { leaseMs: 3000, renewMs: 1000, retryMs: 1500, pollMs: 1500, jitter: 0, clock } as const;
+    const a = openSession({ store: tracked, name: "_sessions/a", identity: "a", ...timing });
+    const b = openSession({ store: tracked, name: "_sessions/b", identity: "b", ...timing });
+    const ea = a.elector({ name: "jobs/handed" });
+    const eb = b.elector({ name: "jobs/handed" });
+    const elected: Array<{ at: number; term: number }> = [];
+    eb.on("elected", (e) => elected.push({ at: clock.now(), term: e.term }));
+    ea.start();
+    await clock.advance(0);
+    eb.start();
+    await clock.advance(5000);
+    expect((await store.get("jobs/handed"))?.record.successor?.holder).toBe("b");
+    const stopAt = clock.now();
+    await ea.stop();
+    expect((await store.get("jobs/handed"))?.record).toMatchObject({ holder: "b", term: 2 });
+    for (let t = 0; t < 60 && elected.length === 0; t++) await clock.advance(50);
+    expect(elected.map((e) => e.term)).toEqual([2]);
+    expect(elected[0]!.at - stopAt).toBeLessThanOrEqual(1500);
+    await Promise.all([a.close({ release: false }), b.close({ release: false })]);
+    store.close();
+  });
+});

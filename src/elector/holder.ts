@@ -34,6 +34,7 @@ import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
+import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "./follower-rules.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
 import { renewalRetryAt, renewalTimeoutMs } from "./renewal-schedule.js";
@@ -140,7 +141,7 @@ export class LeaseHolder {
   private releaseOnStop = true;
   private ended = false;
   private readonly halt = new AbortController();
-  private wakeLoop: (() => void) | undefined;
+  private readonly waker: Waker;
   /** The revision of a bound lease this core last said it will not take (said once per revision). */
   private refusedBound: string | undefined;
   /** The follower's push stream (with `watch`): while it delivers, polling only backs it up. */
@@ -151,6 +152,7 @@ export class LeaseHolder {
     this.lane = settings.lane ?? openLane;
     this.pollMs = settings.pollMs ?? DEFAULT_POLL_MS;
     this.metadata = { ...settings.metadata };
+    this.waker = new Waker(settings.clock);
     this.writer = new CasWriter({
       store: settings.store,
       name: settings.name,
@@ -333,7 +335,7 @@ export class LeaseHolder {
     this.needsRead = false;
     if (reason === "expired" || reason === "conflict") {
       this.lossStreak++;
-      this.campaignNotBefore = this.s.clock.now() + this.recampaignDelay();
+      this.campaignNotBefore = this.s.clock.now() + recampaignDelay(this.lossStreak, this.s);
     }
     this.events.emit("lost", { term: h.stored.record.term, reason });
   }
@@ -434,8 +436,11 @@ export class LeaseHolder {
       }
       return Number.POSITIVE_INFINITY;
     }
-    if (r.renewedAt + r.leaseMs + this.s.maxSkewMs < this.s.clock.wallNow()) return known.at;
-    return known.at + r.leaseMs;
+    return plainTakeoverAt(stored, known.at, {
+      now: this.s.clock.now(),
+      wallNow: this.s.clock.wallNow(),
+      maxSkewMs: this.s.maxSkewMs,
+    });
   }
 
   private async acquire(known: Known): Promise<void> {
@@ -517,47 +522,33 @@ export class LeaseHolder {
    * Waits for the lane: the function that frees the call's place once it has settled, or
    * `undefined` when stopped (or no longer campaigning) meanwhile.
    */
-  private async admit(kind: LaneKind): Promise<LaneRelease | undefined> {
-    let done: LaneRelease;
-    try {
-      done = await this.lane.admit(kind, this.halt.signal);
-    } catch (error) {
-      if (!this.halt.signal.aborted) this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" });
-      return undefined;
-    }
-    if (!this.stopRequested && !this.held && this.campaigning) return done;
-    done();
-    return undefined;
+  private admit(kind: LaneKind): Promise<LaneRelease | undefined> {
+    return admitCall(
+      this.lane,
+      kind,
+      this.halt.signal,
+      () => !this.stopRequested && !this.held && this.campaigning,
+      (error) => this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" }),
+    );
   }
 
   // ---- scheduling ----
 
   private retryDelay(): number {
-    return this.s.retryMs * (1 + this.s.jitter * this.s.random());
+    return jittered(this.s.retryMs, this.s);
   }
 
   private pollDelay(): number {
-    return this.pollMs * (1 + this.s.jitter * this.s.random());
-  }
-
-  /** retryMs doubled for each term lost in a row, capped at leaseMs; a random half of it shaved off. */
-  private recampaignDelay(): number {
-    const d = Math.min(this.s.leaseMs, this.s.retryMs * 2 ** Math.min(this.lossStreak - 1, 30));
-    return this.s.jitter === 0 ? d : d * (0.5 + 0.5 * this.s.random());
+    return jittered(this.pollMs, this.s);
   }
 
   /** Sleeps up to `ms`, cut short by stop(), a metadata change or a pushed record. */
   private async wait(ms: number): Promise<void> {
-    if (this.stopRequested || ms <= 0) return;
-    const cut = new AbortController();
-    this.wakeLoop = () => cut.abort(DONE);
-    await this.s.clock.sleep(ms, cut.signal);
-    this.wakeLoop = undefined;
-    cut.abort(DONE);
+    if (!this.stopRequested) await this.waker.sleep(ms);
   }
 
   private wake(): void {
-    this.wakeLoop?.();
+    this.waker.wake();
   }
 
   /** A record the follower's stream yielded: a release is known the moment it is written. */

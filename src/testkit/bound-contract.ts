@@ -62,7 +62,7 @@ class Harness {
     readonly shared: LeaseStore,
     private readonly options: BoundContractOptions,
     readonly clock: ManualClock,
-    private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; safetyMs: number },
+    private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; pollMs: number; safetyMs: number },
   ) {
     this.clock.idle = async () => {
       for (const t of this.all) await t.settle();
@@ -139,7 +139,14 @@ export function describeBoundContract(
   const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
     const clock = new ManualClock();
     const { store, dispose } = await create({ clock });
-    const h = new Harness(store, options, clock, { leaseMs: LEASE, renewMs: RENEW, retryMs: RETRY, safetyMs: SAFETY });
+    const h = new Harness(store, options, clock, {
+      leaseMs: LEASE,
+      renewMs: RENEW,
+      retryMs: RETRY,
+      // A follower reads every retry here, so a release on a store without push is seen within one.
+      pollMs: RETRY,
+      safetyMs: SAFETY,
+    });
     try {
       await fn(h);
     } finally {
