@@ -2,7 +2,9 @@
  * The lease-holder core (docs/design.md §3, "One lease-holder core"): one record, one term at a
  * time, held by the rules every lease of leasehold follows. It is etcd's session shape: `Elector`
  * (src/elector.ts) and the sharded member session (src/sharding/session.ts) are thin layers over
- * it that only translate its events; nothing else implements these rules.
+ * it that only translate its events. The follower's rules are in ./follower-rules.ts, which the
+ * session-bound candidate (src/bound/bound-elector.ts) calls too; nothing else implements these
+ * rules.
  *
  * - Establish: a new term is always `term + 1` by compare-and-swap, `term` being the higher of the
  *   record's and the highest this core has held. A term once ended is never held again: a late
