@@ -11,7 +11,7 @@
  * Runtime-neutral: no Node-only API.
  */
 import { type Clock, systemClock } from "./clock.js";
-import { Emitter, type Listener } from "./elector/events.js";
+import { Emitter, LeaderNotice, type Listener } from "./elector/events.js";
 import { LeaseHolder } from "./elector/holder.js";
 import type { Lane } from "./elector/lane.js";
 import { LeaderWork } from "./elector/leader-work.js";
@@ -126,7 +126,7 @@ export class Elector {
   private stopped: Promise<void> | undefined;
   /** The current term's signal (aborted when it ends or stop begins). */
   private term: { term: number; controller: AbortController } | undefined;
-  private lastLeader: { holder: string | null; term: number } | undefined;
+  private readonly leaderNotice = new LeaderNotice((seen) => this.events.emit("leader", seen));
   private readonly work = new LeaderWork();
   private readonly events = new Emitter<ElectorEvents>();
   /** Admits follower-side calls; renewals never ask it (renewals first). */
@@ -254,10 +254,6 @@ export class Elector {
   }
 
   private noteLeader(stored: Stored | null): void {
-    const holder = stored?.record.holder ?? null;
-    const term = stored?.record.term ?? 0;
-    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
-    this.lastLeader = { holder, term };
-    this.events.emit("leader", { holder, term });
+    this.leaderNotice.note(stored);
   }
 }

@@ -31,7 +31,7 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
-import { Emitter, type Listener } from "../elector/events.js";
+import { Emitter, LeaderNotice, type Listener } from "../elector/events.js";
 import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "../elector/follower-rules.js";
 import type { Lane, LaneKind, LaneRelease } from "../elector/lane.js";
 import { LeaderWork } from "../elector/leader-work.js";
@@ -114,7 +114,7 @@ export class BoundElector {
   private phase: ElectorPhase = "idle";
   private held: Held | undefined;
   private observed: { stored: Stored | null; at: number } | undefined;
-  private lastLeader: { holder: string | null; term: number } | undefined;
+  private readonly leaderNotice = new LeaderNotice((seen) => this.events.emit("leader", seen));
   private lastLedTerm = 0;
   private needsRead = true;
   private stopping = false;
@@ -617,11 +617,7 @@ export class BoundElector {
   }
 
   private noteLeader(stored: Stored | null): void {
-    const holder = stored?.record.holder ?? null;
-    const term = stored?.record.term ?? 0;
-    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
-    this.lastLeader = { holder, term };
-    this.events.emit("leader", { holder, term });
+    this.leaderNotice.note(stored);
   }
 
   // ---- scheduling ----
