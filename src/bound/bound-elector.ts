@@ -37,6 +37,7 @@ import type { Lane, LaneKind, LaneRelease } from "../elector/lane.js";
 import { LeaderWork } from "../elector/leader-work.js";
 import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
+import { releaseAttempts } from "../elector/release-attempts.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
@@ -355,47 +356,51 @@ export class BoundElector {
    */
   private async release(h: Held): Promise<void> {
     let check = await this.handoverCheck?.catch(() => undefined);
-    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
-      if (this.session.validTerm() !== h.sessionTerm) return; // the lease ends with its session
-      const r = h.stored.record;
-      const to = check && sameSuccessor(check.successor, successorOf(r)) ? check.successor : undefined;
-      const wall = this.session.clock.wallNow();
-      const next: LeaseRecord = to
-        ? {
-            ...withoutSuccessor(r),
-            holder: to.holder,
-            term: r.term + 1,
-            acquiredAt: wall,
-            renewedAt: wall,
-            metadata: {},
-            session: to.session,
-            writeId: newWriteId(),
-          }
-        : releasedRecord(r, wall);
-      const until = this.session.peek()?.until ?? 0;
-      const outcome = await this.writer.write(next, h.stored.revision, {
-        timeoutMs: until - this.session.clock.now(),
-      });
-      if (this.held !== h) return;
-      if (outcome.kind === "applied") {
-        if (outcome.stored.record.writeId === next.writeId || !this.isMyTenure(h, outcome.stored)) {
-          this.observed = { stored: outcome.stored, at: this.session.clock.now() };
-          return;
+    await releaseAttempts({
+      writer: this.writer,
+      clock: this.session.clock,
+      holding: () => this.held === h,
+      // The lease ends with its session: nothing is sent once that term is no longer valid.
+      until: () => (this.session.validTerm() === h.sessionTerm ? (this.session.peek()?.until ?? 0) : 0),
+      next: () => {
+        const r = h.stored.record;
+        const to = check && sameSuccessor(check.successor, successorOf(r)) ? check.successor : undefined;
+        const wall = this.session.clock.wallNow();
+        const record: LeaseRecord = to
+          ? {
+              ...withoutSuccessor(r),
+              holder: to.holder,
+              term: r.term + 1,
+              acquiredAt: wall,
+              renewedAt: wall,
+              metadata: {},
+              session: to.session,
+              writeId: newWriteId(),
+            }
+          : releasedRecord(r, wall);
+        return { record, revision: h.stored.revision };
+      },
+      applied: (stored, _sentAt, sent) => {
+        if (stored.record.writeId === sent.writeId || !this.isMyTenure(h, stored)) {
+          this.observed = { stored, at: this.session.clock.now() };
+          return "done";
         }
-        h.stored = outcome.stored; // an earlier write of ours landed meanwhile: again on top of it
-        continue;
-      }
-      if (outcome.kind === "lost") {
-        const current =
-          outcome.current === undefined ? await this.writer.read().catch(() => undefined) : outcome.current;
-        if (!current || !this.isMyTenure(h, current)) return this.lose("conflict");
+        h.stored = stored; // an earlier write of ours landed meanwhile: again on top of it
+        return "again";
+      },
+      lost: async (known) => {
+        const current = known === undefined ? await this.writer.read().catch(() => undefined) : known;
+        if (!current || !this.isMyTenure(h, current)) {
+          this.lose("conflict");
+          return "done";
+        }
         h.stored = current; // a follower registered meanwhile
         if (this.o.handover) check = await this.checked(current).catch(() => undefined);
-        continue;
-      }
-      this.events.emit("error", { error: outcome.error, during: "release" });
-      await this.session.clock.sleep(this.retryDelay() / 4);
-    }
+        return "again";
+      },
+      failed: (error) => this.events.emit("error", { error, during: "release" }),
+      retryDelay: () => this.retryDelay(),
+    });
   }
 
   // ---- follower ----

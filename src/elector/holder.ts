@@ -39,6 +39,7 @@ import { Emitter, type Listener } from "./events.js";
 import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "./follower-rules.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
+import { releaseAttempts } from "./release-attempts.js";
 import { renewalRetryAt, renewalTimeoutMs } from "./renewal-schedule.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
@@ -343,30 +344,32 @@ export class LeaseHolder {
   }
 
   /** `holder: null`, the term kept. Retries against our own newer revision, never blindly. */
-  private async release(h: Held): Promise<void> {
-    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
-      const sentAt = this.s.clock.now();
-      if (sentAt >= h.until) return; // it runs out by itself; a late write could only confuse
-      const next = releasedRecord(
-        h.stored.record,
-        this.s.clock.wallNow(),
-        this.s.clearMetadataOnRelease ? {} : undefined,
-      );
-      const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
-      if (this.held !== h) return;
-      if (outcome.kind === "applied") {
-        if (outcome.stored.record.holder === null) {
-          h.stored = outcome.stored;
-          this.ownRevision = outcome.stored.revision;
-          return;
+  private release(h: Held): Promise<void> {
+    return releaseAttempts({
+      writer: this.writer,
+      clock: this.s.clock,
+      holding: () => this.held === h,
+      until: () => h.until,
+      next: () => ({
+        record: releasedRecord(h.stored.record, this.s.clock.wallNow(), this.s.clearMetadataOnRelease ? {} : undefined),
+        revision: h.stored.revision,
+      }),
+      applied: (stored, sentAt) => {
+        if (stored.record.holder === null) {
+          h.stored = stored;
+          this.ownRevision = stored.revision;
+          return "done";
         }
-        this.adopt(h, outcome.stored, outcome.sentAt); // an earlier renewal landed meanwhile: again on top
-        continue;
-      }
-      if (outcome.kind === "lost") return this.lose("conflict");
-      this.events.emit("error", { error: outcome.error, during: "release" });
-      await this.s.clock.sleep(Math.min(this.retryDelay() / 4, Math.max(0, h.until - this.s.clock.now())));
-    }
+        this.adopt(h, stored, sentAt); // an earlier renewal landed meanwhile: again on top
+        return "again";
+      },
+      lost: () => {
+        this.lose("conflict");
+        return "done";
+      },
+      failed: (error) => this.events.emit("error", { error, during: "release" }),
+      retryDelay: () => this.retryDelay(),
+    });
   }
 
   // ---- following ----
