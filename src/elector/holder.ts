@@ -25,7 +25,8 @@
  * - After a lost term the next campaign waits a jittered delay that doubles with each term lost
  *   in a row, capped at `leaseMs`: losses under load do not turn into a stampede of acquisitions.
  * - Release: `holder: null` with the term kept, retried on top of our own newer revision (an
- *   in-flight renewal that landed), never blindly, and never after the window closed.
+ *   in-flight renewal that landed), never blindly, and never after the window closed
+ *   (./release-attempts.ts, which the bound elector's hand-over uses too).
  * - Follower-side calls (polls, acquisitions) ask the lane (./lane.ts) first; renewals and
  *   releases never wait on it. All store calls of one core run one at a time from one loop.
  *
