@@ -80,6 +80,8 @@ describe("bound leases: options", () => {
     expect(refused(() => openSession({ store, identity: "a b/c" }))).toMatch(/name.*give name/);
     expect(refused(() => openSession({ store, leaseMs: 1000, renewMs: 950 }))).toMatch(/renewMs/);
     expect(refused(() => openSession({ store, leaseMS: 5 } as never))).toMatch(/leaseMS: unknown field/);
+    expect(refused(() => openSession({ store, pollMs: 0 }))).toMatch(/pollMs: expected more than 0 ms/);
+    expect(refused(() => openSession({ store, lane: {} as never }))).toMatch(/lane: expected a Lane/);
     const session = openSession({ store, name: "_sessions/opts", leaseMs: 1000 });
     // A protocol record's name is no lease name: the session record cannot be a lease of its own.
     expect(refused(() => session.elector({ name: "_sessions/opts" }))).toMatch(/name: expected 1-192 characters/);
