@@ -11,11 +11,11 @@
  * Runtime-neutral: no Node-only API.
  */
 import { type Clock, systemClock } from "./clock.js";
-import { Emitter, type Listener } from "./elector/events.js";
+import { Emitter, LeaderNotice, type Listener } from "./elector/events.js";
 import { LeaseHolder } from "./elector/holder.js";
 import type { Lane } from "./elector/lane.js";
 import { LeaderWork } from "./elector/leader-work.js";
-import { openLane, processLane } from "./elector/load-lane.js";
+import { defaultLane } from "./elector/load-lane.js";
 import { resolveElectorOptions } from "./elector/options.js";
 import { isStoreContractError, LeadershipLostError, type LossReason } from "./errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "./lease.js";
@@ -126,7 +126,7 @@ export class Elector {
   private stopped: Promise<void> | undefined;
   /** The current term's signal (aborted when it ends or stop begins). */
   private term: { term: number; controller: AbortController } | undefined;
-  private lastLeader: { holder: string | null; term: number } | undefined;
+  private readonly leaderNotice = new LeaderNotice((seen) => this.events.emit("leader", seen));
   private readonly work = new LeaderWork();
   private readonly events = new Emitter<ElectorEvents>();
   /** Admits follower-side calls; renewals never ask it (renewals first). */
@@ -143,7 +143,7 @@ export class Elector {
     this.safetyMs = o.safetyMs;
     this.graceMs = o.graceMs;
     this.clock = options.clock ?? systemClock;
-    this.lane = options.lane ?? (this.clock === systemClock ? processLane() : openLane);
+    this.lane = options.lane ?? defaultLane(this.clock);
     this.holder = new LeaseHolder({
       ...o,
       store: options.store,
@@ -254,10 +254,6 @@ export class Elector {
   }
 
   private noteLeader(stored: Stored | null): void {
-    const holder = stored?.record.holder ?? null;
-    const term = stored?.record.term ?? 0;
-    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
-    this.lastLeader = { holder, term };
-    this.events.emit("leader", { holder, term });
+    this.leaderNotice.note(stored);
   }
 }

@@ -9,6 +9,7 @@ import { BlobServiceClient, type ContainerClient, StorageSharedKeyCredential } f
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AzureBlobStore, type AzureBlobStoreOptions } from "../src/backends/azure-blob/store.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
+import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -69,6 +70,7 @@ describeStoreContract("azure blob, caller's ContainerClient with SDK retries on"
   plantUnreadable,
 });
 describeElectorContract("azure blob (azurite)", async () => ({ store: ownClient() }));
+describeBoundContract("azure blob (azurite)", async () => ({ store: ownClient() }));
 describeShardedContract("azure blob (azurite)", async () => ({ store: ownClient() }));
 describeObjectStoreElectorFaults("azure blob", {
   proxy: () => proxy,

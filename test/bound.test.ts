@@ -8,9 +8,10 @@ import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { sameSuccessor } from "../src/bound/refs.js";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
+import type { Lane } from "../src/elector/lane.js";
 import { Elector } from "../src/elector.js";
 import { isLeaseValidationError, LeaseStillHeldError } from "../src/errors.js";
-import type { CallOptions, LeaseRecord, Revision, Stored } from "../src/lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
@@ -79,6 +80,8 @@ describe("bound leases: options", () => {
     expect(refused(() => openSession({ store, identity: "a b/c" }))).toMatch(/name.*give name/);
     expect(refused(() => openSession({ store, leaseMs: 1000, renewMs: 950 }))).toMatch(/renewMs/);
     expect(refused(() => openSession({ store, leaseMS: 5 } as never))).toMatch(/leaseMS: unknown field/);
+    expect(refused(() => openSession({ store, pollMs: 0 }))).toMatch(/pollMs: expected more than 0 ms/);
+    expect(refused(() => openSession({ store, lane: {} as never }))).toMatch(/lane: expected a Lane/);
     const session = openSession({ store, name: "_sessions/opts", leaseMs: 1000 });
     // A protocol record's name is no lease name: the session record cannot be a lease of its own.
     expect(refused(() => session.elector({ name: "_sessions/opts" }))).toMatch(/name: expected 1-192 characters/);
@@ -133,5 +136,95 @@ describe("bound leases: one mode per lease name", () => {
     await clock.advance(1000);
     expect(elected).toEqual([2]);
     await plain.stop();
+  });
+});
+
+describe("bound leases: hand-over on a store that does not push", () => {
+  it("the successor leads the handed term within one poll, however often its session renews (SQLite)", async () => {
+    const clock = new ManualClock();
+    const store = new SqliteStore({ path: join(dir, "handover.db") });
+    const tracked = new TrackedStore(store);
+    clock.idle = () => tracked.settle();
+    // The session renews (every 1000 ms) more often than the follower polls (every 1500 ms): a
+    // renewal must not restart the follower's poll timer, or it would never read the hand-over.
+    const timing = { leaseMs: 3000, renewMs: 1000, retryMs: 1500, pollMs: 1500, jitter: 0, clock } as const;
+    const a = openSession({ store: tracked, name: "_sessions/a", identity: "a", ...timing });
+    const b = openSession({ store: tracked, name: "_sessions/b", identity: "b", ...timing });
+    const ea = a.elector({ name: "jobs/handed" });
+    const eb = b.elector({ name: "jobs/handed" });
+    const elected: Array<{ at: number; term: number }> = [];
+    eb.on("elected", (e) => elected.push({ at: clock.now(), term: e.term }));
+    ea.start();
+    await clock.advance(0);
+    eb.start();
+    await clock.advance(5000);
+    expect((await store.get("jobs/handed"))?.record.successor?.holder).toBe("b");
+    const stopAt = clock.now();
+    await ea.stop();
+    expect((await store.get("jobs/handed"))?.record).toMatchObject({ holder: "b", term: 2 });
+    for (let t = 0; t < 60 && elected.length === 0; t++) await clock.advance(50);
+    expect(elected.map((e) => e.term)).toEqual([2]);
+    expect(elected[0]!.at - stopAt).toBeLessThanOrEqual(1500);
+    await Promise.all([a.close({ release: false }), b.close({ release: false })]);
+    store.close();
+  });
+});
+
+describe("bound leases: the follower's pace and lane are the core's", () => {
+  /** Counts reads and writes of one lease name (a session's own calls are not polls of it). */
+  class CallsOn extends StoreWrapper {
+    reads = 0;
+    writes = 0;
+    constructor(
+      inner: LeaseStore,
+      private readonly lease: string,
+    ) {
+      super(inner, { without: ["watch"] });
+    }
+    override get(name: string, options?: CallOptions): Promise<Stored | null> {
+      if (name === this.lease) this.reads++;
+      return super.get(name, options);
+    }
+    override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+      if (next.name === this.lease) this.writes++;
+      return super.put(next, expected, options);
+    }
+  }
+
+  it("a waiting follower reads the lease once per pollMs, asking the lane before each read and its acquisition", async () => {
+    const clock = new ManualClock();
+    const tracked = new TrackedStore(new MemoryStore());
+    clock.idle = () => tracked.settle();
+    const asked: string[] = [];
+    const lane: Lane = {
+      admit: (kind) => {
+        asked.push(kind);
+        return Promise.resolve(() => {});
+      },
+    };
+    const timing = { leaseMs: 1000, renewMs: 300, retryMs: 100, jitter: 0, clock } as const;
+    const a = openSession({ store: tracked, name: "_sessions/a", identity: "a", ...timing });
+    const bStore = new CallsOn(tracked, "jobs/paced");
+    const b = openSession({ store: bStore, name: "_sessions/b", identity: "b", ...timing, pollMs: 500, lane });
+    const ea = a.elector({ name: "jobs/paced", handover: false });
+    const eb = b.elector({ name: "jobs/paced", handover: false });
+    const terms: number[] = [];
+    eb.on("elected", (e) => terms.push(e.term));
+    ea.start();
+    await clock.advance(0);
+    eb.start();
+    await clock.advance(5000);
+    // Read at start, then every 500 ms for 5 s (a session renewal every 300 ms changes nothing).
+    expect(bStore.reads).toBe(11);
+    expect(asked).toEqual(Array.from({ length: 11 }, () => "poll"));
+    await a.close();
+    await clock.advance(500);
+    expect(terms).toEqual([2]);
+    // Every read and write of the lease went through the lane (the release of a's session may
+    // tell b first, a conflicting acquisition then carries the released record).
+    expect(bStore.writes).toBeGreaterThan(0);
+    expect(asked.filter((k) => k === "acquire")).toHaveLength(bStore.writes);
+    expect(asked.filter((k) => k === "poll")).toHaveLength(bStore.reads);
+    await b.close({ release: false });
   });
 });

@@ -11,6 +11,7 @@ import { Elector } from "../src/elector.js";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
 import type { Listed } from "../src/lease.js";
 import { isUnreadable, listedName, readable } from "../src/listing.js";
+import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -40,6 +41,7 @@ describeStoreContract("dynamodb (dynalite)", {
   },
 });
 describeElectorContract("dynamodb (dynalite)", create);
+describeBoundContract("dynamodb (dynalite)", create);
 describeShardedContract("dynamodb (dynalite)", create);
 
 const rawGet = async (name: string, tableName = table) =>

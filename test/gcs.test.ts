@@ -11,6 +11,7 @@ import { gcsBackend } from "../src/backends/gcs/backend.js";
 import { GcsStore, type GcsStoreOptions } from "../src/backends/gcs/store.js";
 import { Elector } from "../src/elector.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
+import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { casWrite, describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -63,6 +64,7 @@ describeStoreContract("gcs, readCurrentOnConflict: false", {
 describeElectorContract("gcs", async () => ({ store: ownClient() }), {
   timeScale: 4, // GCS refuses renewals faster than one a second (checkGcsElectorSettings)
 });
+describeBoundContract("gcs", async () => ({ store: ownClient() }), { timeScale: 4 });
 describeShardedContract("gcs", async () => ({ store: ownClient() }), { timeScale: 4 });
 
 describe("GcsStore: object layout", () => {

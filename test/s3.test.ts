@@ -15,6 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { S3Store, type S3StoreOptions } from "../src/backends/s3/store.js";
 import { isAmbiguous, LeaseConflictError, LeaseStoreError, LeaseValidationError } from "../src/errors.js";
+import { describeBoundContract } from "../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../src/testkit/store-contract.js";
@@ -70,6 +71,10 @@ describeStoreContract("s3, caller's S3Client with SDK retries on", {
   plantUnreadable,
 });
 describeElectorContract("s3 (versitygw)", async () => {
+  const store = ownClient();
+  return { store, dispose: () => store.close() };
+});
+describeBoundContract("s3 (versitygw)", async () => {
   const store = ownClient();
   return { store, dispose: () => store.close() };
 });

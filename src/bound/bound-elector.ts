@@ -15,7 +15,11 @@
  * - A follower judges L by the session it names (src/bound/observer.ts): over (a later term of
  *   that session, or released or fenced): take L at once; expired by observed time or by its
  *   stamps: fence the session first, then take L; live: look again when it could expire. A plain
- *   record (no session named) is judged as the Elector judges it.
+ *   record (no session named) is judged by the core's rule (`plainTakeoverAt`).
+ * - It follows the core's pacing (src/elector/follower-rules.ts): it reads L every `pollMs`
+ *   (whatever wakes it meanwhile: a session renewal never restarts that timer), asks the lane
+ *   before each read of L and each write to take or register for it, and after a lost term waits
+ *   the core's back-off before campaigning again.
  * - Hand-over: a waiting follower writes itself into L as `leasehold.next` (possible because L is
  *   not rewritten by renewals). A graceful stop writes L with that successor as holder, under its
  *   session, term + 1 (one write); the successor learns it by push or its next poll and leads at
@@ -27,10 +31,13 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
-import { Emitter, type Listener } from "../elector/events.js";
+import { Emitter, LeaderNotice, type Listener } from "../elector/events.js";
+import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "../elector/follower-rules.js";
+import type { Lane, LaneKind, LaneRelease } from "../elector/lane.js";
 import { LeaderWork } from "../elector/leader-work.js";
 import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
+import { releaseAttempts } from "../elector/release-attempts.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
@@ -53,6 +60,8 @@ export interface SessionPort {
   readonly clock: Clock;
   readonly observer: SessionObserver;
   readonly timing: ResolvedTiming;
+  readonly pollMs: number;
+  readonly lane: Lane;
   readonly random: () => number;
   validTerm(): number | undefined;
   peek(): { term: number; until: number } | undefined;
@@ -80,6 +89,8 @@ interface Held {
   /** The session term L was acquired (or handed over) under: L is led only while it is valid. */
   sessionTerm: number;
   controller: AbortController;
+  /** Monotonic time it was led from: a tenure that lived a lease ends a run of losses. */
+  since: number;
 }
 
 /** A successor whose session the releaser saw live, and when (monotonic). */
@@ -89,8 +100,6 @@ interface Checked {
 }
 
 type Plan = { kind: "acquire" } | { kind: "lead" } | { kind: "register" } | { kind: "wait"; until: number };
-
-const DONE = "done";
 
 export class BoundElector {
   readonly name: string;
@@ -106,14 +115,21 @@ export class BoundElector {
   private phase: ElectorPhase = "idle";
   private held: Held | undefined;
   private observed: { stored: Stored | null; at: number } | undefined;
-  private lastLeader: { holder: string | null; term: number } | undefined;
+  private readonly leaderNotice = new LeaderNotice((seen) => this.events.emit("leader", seen));
   private lastLedTerm = 0;
   private needsRead = true;
   private stopping = false;
   private stopRequested = false;
   private releaseOnStop = true;
   private loop: Promise<void> | undefined;
-  private wakeLoop: (() => void) | undefined;
+  private readonly waker: Waker;
+  /** Aborted by stop: a follower's call waiting for the lane goes no further. */
+  private readonly halt = new AbortController();
+  /** When the follower reads L next (monotonic), set by each answer of the store about L. */
+  private nextPollAt = 0;
+  /** Tenures lost in a row, and no acquisition before `campaignNotBefore` (the core's back-off). */
+  private lossStreak = 0;
+  private campaignNotBefore = 0;
   private readonly work = new LeaderWork();
   private readonly push: PushFollower;
   /** The store refused a candidacy write (the HTTP API lets only a lease's holder process write it). */
@@ -130,6 +146,7 @@ export class BoundElector {
     this.renewMs = session.timing.renewMs;
     this.retryMs = session.timing.retryMs;
     this.safetyMs = session.timing.safetyMs;
+    this.waker = new Waker(session.clock);
     this.writer = new CasWriter({
       store: session.store,
       name: options.name,
@@ -198,6 +215,7 @@ export class BoundElector {
     }
     if (!this.stopping) {
       this.stopping = true;
+      this.halt.abort("stopping");
       this.releaseOnStop = options.release ?? true;
       const h = this.held;
       if (h) {
@@ -235,7 +253,9 @@ export class BoundElector {
     else if (change.kind === "renewed" && h?.sessionTerm === change.term) {
       this.events.emit("renewed", { term: h.stored.record.term, revision: h.stored.revision });
     }
-    if (!this.held) this.wake();
+    // A renewal of our own session changes nothing for a follower: only its start or end wakes
+    // one (a wake re-plans; the poll timer runs on regardless).
+    if (!this.held && change.kind !== "renewed") this.wake();
   }
 
   // ---- leader ----
@@ -247,7 +267,7 @@ export class BoundElector {
   }
 
   private becomeLeader(stored: Stored, sessionTerm: number): void {
-    const h: Held = { stored, sessionTerm, controller: new AbortController() };
+    const h: Held = { stored, sessionTerm, controller: new AbortController(), since: this.session.clock.now() };
     this.held = h;
     this.push.close(); // a leader needs no stream (src/elector/push-follower.ts)
     this.lastLedTerm = stored.record.term;
@@ -278,7 +298,13 @@ export class BoundElector {
     this.phase = this.stopRequested ? "stopped" : "follower";
     const term = h.stored.record.term;
     h.controller.abort(new LeadershipLostError(term, reason));
-    this.observed = { stored: h.stored, at: this.session.clock.now() };
+    const now = this.session.clock.now();
+    if (reason === "expired" || reason === "conflict") {
+      if (now - h.since >= this.leaseMs) this.lossStreak = 0;
+      this.lossStreak++;
+      this.campaignNotBefore = now + recampaignDelay(this.lossStreak, this.pace());
+    }
+    this.observed = { stored: h.stored, at: now };
     this.needsRead = true;
     this.events.emit("deposed", { term, reason });
     this.wake();
@@ -330,47 +356,51 @@ export class BoundElector {
    */
   private async release(h: Held): Promise<void> {
     let check = await this.handoverCheck?.catch(() => undefined);
-    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
-      if (this.session.validTerm() !== h.sessionTerm) return; // the lease ends with its session
-      const r = h.stored.record;
-      const to = check && sameSuccessor(check.successor, successorOf(r)) ? check.successor : undefined;
-      const wall = this.session.clock.wallNow();
-      const next: LeaseRecord = to
-        ? {
-            ...withoutSuccessor(r),
-            holder: to.holder,
-            term: r.term + 1,
-            acquiredAt: wall,
-            renewedAt: wall,
-            metadata: {},
-            session: to.session,
-            writeId: newWriteId(),
-          }
-        : releasedRecord(r, wall);
-      const until = this.session.peek()?.until ?? 0;
-      const outcome = await this.writer.write(next, h.stored.revision, {
-        timeoutMs: until - this.session.clock.now(),
-      });
-      if (this.held !== h) return;
-      if (outcome.kind === "applied") {
-        if (outcome.stored.record.writeId === next.writeId || !this.isMyTenure(h, outcome.stored)) {
-          this.observed = { stored: outcome.stored, at: this.session.clock.now() };
-          return;
+    await releaseAttempts({
+      writer: this.writer,
+      clock: this.session.clock,
+      holding: () => this.held === h,
+      // The lease ends with its session: nothing is sent once that term is no longer valid.
+      until: () => (this.session.validTerm() === h.sessionTerm ? (this.session.peek()?.until ?? 0) : 0),
+      next: () => {
+        const r = h.stored.record;
+        const to = check && sameSuccessor(check.successor, successorOf(r)) ? check.successor : undefined;
+        const wall = this.session.clock.wallNow();
+        const record: LeaseRecord = to
+          ? {
+              ...withoutSuccessor(r),
+              holder: to.holder,
+              term: r.term + 1,
+              acquiredAt: wall,
+              renewedAt: wall,
+              metadata: {},
+              session: to.session,
+              writeId: newWriteId(),
+            }
+          : releasedRecord(r, wall);
+        return { record, revision: h.stored.revision };
+      },
+      applied: (stored, _sentAt, sent) => {
+        if (stored.record.writeId === sent.writeId || !this.isMyTenure(h, stored)) {
+          this.observed = { stored, at: this.session.clock.now() };
+          return "done";
         }
-        h.stored = outcome.stored; // an earlier write of ours landed meanwhile: again on top of it
-        continue;
-      }
-      if (outcome.kind === "lost") {
-        const current =
-          outcome.current === undefined ? await this.writer.read().catch(() => undefined) : outcome.current;
-        if (!current || !this.isMyTenure(h, current)) return this.lose("conflict");
+        h.stored = stored; // an earlier write of ours landed meanwhile: again on top of it
+        return "again";
+      },
+      lost: async (known) => {
+        const current = known === undefined ? await this.writer.read().catch(() => undefined) : known;
+        if (!current || !this.isMyTenure(h, current)) {
+          this.lose("conflict");
+          return "done";
+        }
         h.stored = current; // a follower registered meanwhile
         if (this.o.handover) check = await this.checked(current).catch(() => undefined);
-        continue;
-      }
-      this.events.emit("error", { error: outcome.error, during: "release" });
-      await this.session.clock.sleep(this.retryDelay() / 4);
-    }
+        return "again";
+      },
+      failed: (error) => this.events.emit("error", { error, during: "release" }),
+      retryDelay: () => this.retryDelay(),
+    });
   }
 
   // ---- follower ----
@@ -378,13 +408,16 @@ export class BoundElector {
   private async followerStep(): Promise<void> {
     if (this.stopping) return this.wait(Number.POSITIVE_INFINITY);
     if (this.needsRead) {
+      const done = await this.admit("poll");
+      if (!done) return;
       try {
-        this.observe(await this.writer.read());
+        this.observe(await this.writer.read().finally(done));
       } catch (error) {
         this.events.emit("error", { error, during: "read" });
         return this.wait(this.retryDelay());
       }
       this.needsRead = false;
+      this.polled();
     }
     const o = this.observed;
     if (!o) return;
@@ -398,16 +431,25 @@ export class BoundElector {
       return this.wait(this.retryDelay());
     }
     if (this.stopping || this.held || this.observed !== o) return;
+    const now = this.session.clock.now();
+    // After a lost tenure, no write to take L before the back-off (a hand-over to us is no write).
+    if ((plan.kind === "acquire" || plan.kind === "register") && now < this.campaignNotBefore) {
+      plan = { kind: "wait", until: this.campaignNotBefore };
+    }
     if (plan.kind === "acquire") return this.acquire(o.stored);
     if (plan.kind === "register") return this.register(o.stored!);
     if (plan.kind === "lead") return this.becomeLeader(o.stored!, this.session.validTerm()!);
     this.push.follow(); // only for a wait: a candidate about to write needs no stream
-    const now = this.session.clock.now();
-    // With a live push stream a poll only backs it up (once a lease); otherwise every retryMs.
-    const pollAt = now + (this.push.live ? Math.max(this.retryDelay(), this.leaseMs) : this.retryDelay());
     // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
-    await this.wait(Math.max(1, Math.min(pollAt, plan.until) - now));
-    if (this.observed === o && this.session.clock.now() >= pollAt) this.needsRead = true;
+    // Whatever wakes the loop meanwhile, the poll stays due at `nextPollAt`.
+    await this.wait(Math.max(1, Math.min(this.nextPollAt, plan.until) - now));
+    if (this.observed === o && this.session.clock.now() >= this.nextPollAt) this.needsRead = true;
+  }
+
+  /** The store just answered about L: the next read is due a poll from now (once a lease with a live stream). */
+  private polled(): void {
+    const poll = jittered(this.session.pollMs, this.pace());
+    this.nextPollAt = this.session.clock.now() + (this.push.live ? Math.max(poll, this.leaseMs) : poll);
   }
 
   /** What to do about L as last observed (see the header). May read or fence the session L names. */
@@ -419,7 +461,7 @@ export class BoundElector {
     const r = stored?.record;
     if (!r || r.holder === null) return { kind: "acquire" };
     const bound = sessionOf(r);
-    if (!bound) return this.planPlain(r);
+    if (!bound) return this.planPlain(stored!);
     if (bound.name === this.session.name) {
       // Our own session: an earlier term of it is over (we ended it); the current one holds L
       // only through an elector of ours, and the session allows one per lease, so it is either a
@@ -453,11 +495,15 @@ export class BoundElector {
   }
 
   /** A record with no session (written by a plain Elector): judged as the Elector judges it. */
-  private planPlain(r: LeaseRecord): Plan {
-    const at = this.observed?.at ?? this.session.clock.now();
-    const stale = r.renewedAt + r.leaseMs + this.session.timing.maxSkewMs < this.session.clock.wallNow();
-    const takeoverAt = stale ? at : at + r.leaseMs;
-    return this.session.clock.now() >= takeoverAt ? { kind: "acquire" } : { kind: "wait", until: takeoverAt };
+  private planPlain(stored: Stored): Plan {
+    const clock = this.session.clock;
+    const now = clock.now();
+    const takeoverAt = plainTakeoverAt(stored, this.observed?.at ?? now, {
+      now,
+      wallNow: clock.wallNow(),
+      maxSkewMs: this.session.timing.maxSkewMs,
+    });
+    return now >= takeoverAt ? { kind: "acquire" } : { kind: "wait", until: takeoverAt };
   }
 
   /** Register as successor when nobody is registered, or only an earlier session of ours. */
@@ -483,11 +529,13 @@ export class BoundElector {
       session: { name: this.session.name, term },
       writeId: newWriteId(),
     };
+    const done = await this.admit("acquire");
+    if (!done) return;
     // Claimed before it is sent: our own record is never mistaken for a hand-over to us.
     this.session.claim(this.name, next.term);
-    const outcome = await this.writer.write(next, current?.revision ?? null);
+    const outcome = await this.writer.write(next, current?.revision ?? null).finally(done);
     if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
-    if (outcome.kind === "lost") return this.observe(outcome.current);
+    if (outcome.kind === "lost") return this.lostWrite(outcome.current);
     this.events.emit("error", { error: outcome.error, during: "acquire" });
     this.needsRead = true;
     await this.wait(this.retryDelay());
@@ -504,9 +552,11 @@ export class BoundElector {
       renewedAt: this.session.clock.wallNow(),
       writeId: newWriteId(),
     };
-    const outcome = await this.writer.write(next, current.revision);
+    const done = await this.admit("acquire");
+    if (!done) return;
+    const outcome = await this.writer.write(next, current.revision).finally(done);
     if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
-    if (outcome.kind === "lost") return this.observe(outcome.current);
+    if (outcome.kind === "lost") return this.lostWrite(outcome.current);
     if (isLeaseStillHeldError(outcome.error)) {
       // The store lets only the holder's process write a held lease (an API before hand-overs):
       // no hand-over here, the follower takes the lease by compare-and-swap after a release, as
@@ -527,6 +577,7 @@ export class BoundElector {
     const ours = r.holder === this.identity && ref?.name === this.session.name && ref.term === term;
     this.observed = { stored, at: this.session.clock.now() };
     this.needsRead = false;
+    this.polled();
     if (ours && term !== undefined && r.term > this.lastLedTerm && !this.stopping) this.becomeLeader(stored, term);
     else this.noteLeader(stored);
   }
@@ -553,6 +604,12 @@ export class BoundElector {
     }
   }
 
+  /** A write of ours lost its compare-and-swap: the record it carried (if any) is the store's answer. */
+  private lostWrite(current: Stored | null | undefined): void {
+    this.observe(current);
+    if (current !== undefined) this.polled();
+  }
+
   private observe(stored: Stored | null | undefined): void {
     if (stored === undefined) {
       this.needsRead = true;
@@ -565,30 +622,37 @@ export class BoundElector {
   }
 
   private noteLeader(stored: Stored | null): void {
-    const holder = stored?.record.holder ?? null;
-    const term = stored?.record.term ?? 0;
-    if (this.lastLeader?.holder === holder && this.lastLeader.term === term) return;
-    this.lastLeader = { holder, term };
-    this.events.emit("leader", { holder, term });
+    this.leaderNotice.note(stored);
   }
 
   // ---- scheduling ----
 
+  private pace() {
+    const t = this.session.timing;
+    return { leaseMs: t.leaseMs, retryMs: t.retryMs, jitter: t.jitter, random: this.session.random };
+  }
+
   private retryDelay(): number {
-    return this.retryMs * (1 + this.session.timing.jitter * this.session.random());
+    return jittered(this.retryMs, this.pace());
+  }
+
+  /** The lane's admission for a follower's call on L (./holder.ts asks it the same way). */
+  private admit(kind: LaneKind): Promise<LaneRelease | undefined> {
+    return admitCall(
+      this.session.lane,
+      kind,
+      this.halt.signal,
+      () => !this.stopping && !this.held,
+      (error) => this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" }),
+    );
   }
 
   private async wait(ms: number): Promise<void> {
-    if (this.stopRequested || ms <= 0) return;
-    const cut = new AbortController();
-    this.wakeLoop = () => cut.abort(DONE);
-    await this.session.clock.sleep(ms, cut.signal);
-    this.wakeLoop = undefined;
-    cut.abort(DONE);
+    if (!this.stopRequested) await this.waker.sleep(ms);
   }
 
   private wake(): void {
-    this.wakeLoop?.();
+    this.waker.wake();
   }
 
   /** A record the follower's stream yielded (a leader has no stream open; one late event is ignored). */

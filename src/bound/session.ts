@@ -16,7 +16,10 @@
  */
 import { z } from "zod";
 import { type Clock, systemClock } from "../clock.js";
-import { type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
+import { DEFAULT_POLL_MS } from "../elector/holder.js";
+import type { Lane } from "../elector/lane.js";
+import { defaultLane } from "../elector/load-lane.js";
+import { followerFields, type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
 import type { ElectorOptions } from "../elector.js";
 import { type FieldIssue, LeaseValidationError, type LossReason } from "../errors.js";
 import {
@@ -53,6 +56,8 @@ export interface SessionOptions
     | "callTimeoutMs"
     | "clock"
     | "random"
+    | "pollMs"
+    | "lane"
   > {
   /**
    * The session record's name, `[<scope>/]_sessions/<id>` (a protocol record: no lease name can
@@ -83,6 +88,7 @@ const sessionSchema = z.strictObject(
     name: sessionNameSchema.optional(),
     identity: holderSchema.optional(),
     ...timingFields,
+    ...followerFields,
   },
   { error: "expected session options: { store, name?, identity?, leaseMs?, ... }" },
 );
@@ -121,6 +127,10 @@ export class LeaseSession implements SessionPort {
   readonly clock: Clock;
   readonly random: () => number;
   readonly timing: ResolvedTiming;
+  /** How often its followers read a lease they wait for (an Elector's `pollMs`). */
+  readonly pollMs: number;
+  /** What admits its followers' polls and acquisitions (an Elector's `lane`). */
+  readonly lane: Lane;
   readonly observer: SessionObserver;
   private readonly member: MemberSession;
   private readonly electors = new Map<string, BoundElector>();
@@ -152,6 +162,8 @@ export class LeaseSession implements SessionPort {
     this.safetyMs = this.timing.safetyMs;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
+    this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
+    this.lane = options.lane ?? defaultLane(this.clock);
     this.observer = new SessionObserver({
       store: this.store,
       clock: this.clock,

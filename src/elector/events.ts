@@ -28,3 +28,27 @@ export class Emitter<Events extends object> {
     }
   }
 }
+
+/** Who leads a lease, as a candidate's `leader` event tells it. */
+export interface LeaderSeen {
+  holder: string | null;
+  term: number;
+}
+
+/**
+ * The `leader` event of both candidates (the Elector and the bound elector): told each record
+ * seen, it calls `emit` only when who leads (holder, term) changed since the last one told.
+ */
+export class LeaderNotice {
+  private last: LeaderSeen | undefined;
+
+  constructor(private readonly emit: (seen: LeaderSeen) => void) {}
+
+  note(stored: { record: { holder: string | null; term: number } } | null): void {
+    const holder = stored?.record.holder ?? null;
+    const term = stored?.record.term ?? 0;
+    if (this.last?.holder === holder && this.last.term === term) return;
+    this.last = { holder, term };
+    this.emit({ holder, term });
+  }
+}

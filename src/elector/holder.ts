@@ -2,7 +2,9 @@
  * The lease-holder core (docs/design.md §3, "One lease-holder core"): one record, one term at a
  * time, held by the rules every lease of leasehold follows. It is etcd's session shape: `Elector`
  * (src/elector.ts) and the sharded member session (src/sharding/session.ts) are thin layers over
- * it that only translate its events; nothing else implements these rules.
+ * it that only translate its events. The follower's rules are in ./follower-rules.ts, which the
+ * session-bound candidate (src/bound/bound-elector.ts) calls too; nothing else implements these
+ * rules.
  *
  * - Establish: a new term is always `term + 1` by compare-and-swap, `term` being the higher of the
  *   record's and the highest this core has held. A term once ended is never held again: a late
@@ -23,7 +25,8 @@
  * - After a lost term the next campaign waits a jittered delay that doubles with each term lost
  *   in a row, capped at `leaseMs`: losses under load do not turn into a stampede of acquisitions.
  * - Release: `holder: null` with the term kept, retried on top of our own newer revision (an
- *   in-flight renewal that landed), never blindly, and never after the window closed.
+ *   in-flight renewal that landed), never blindly, and never after the window closed
+ *   (./release-attempts.ts, which the bound elector's hand-over uses too).
  * - Follower-side calls (polls, acquisitions) ask the lane (./lane.ts) first; renewals and
  *   releases never wait on it. All store calls of one core run one at a time from one loop.
  *
@@ -34,8 +37,10 @@ import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
+import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "./follower-rules.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
+import { releaseAttempts } from "./release-attempts.js";
 import { renewalRetryAt, renewalTimeoutMs } from "./renewal-schedule.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
@@ -140,7 +145,7 @@ export class LeaseHolder {
   private releaseOnStop = true;
   private ended = false;
   private readonly halt = new AbortController();
-  private wakeLoop: (() => void) | undefined;
+  private readonly waker: Waker;
   /** The revision of a bound lease this core last said it will not take (said once per revision). */
   private refusedBound: string | undefined;
   /** The follower's push stream (with `watch`): while it delivers, polling only backs it up. */
@@ -151,6 +156,7 @@ export class LeaseHolder {
     this.lane = settings.lane ?? openLane;
     this.pollMs = settings.pollMs ?? DEFAULT_POLL_MS;
     this.metadata = { ...settings.metadata };
+    this.waker = new Waker(settings.clock);
     this.writer = new CasWriter({
       store: settings.store,
       name: settings.name,
@@ -333,36 +339,38 @@ export class LeaseHolder {
     this.needsRead = false;
     if (reason === "expired" || reason === "conflict") {
       this.lossStreak++;
-      this.campaignNotBefore = this.s.clock.now() + this.recampaignDelay();
+      this.campaignNotBefore = this.s.clock.now() + recampaignDelay(this.lossStreak, this.s);
     }
     this.events.emit("lost", { term: h.stored.record.term, reason });
   }
 
   /** `holder: null`, the term kept. Retries against our own newer revision, never blindly. */
-  private async release(h: Held): Promise<void> {
-    for (let attempt = 0; attempt < 5 && this.held === h; attempt++) {
-      const sentAt = this.s.clock.now();
-      if (sentAt >= h.until) return; // it runs out by itself; a late write could only confuse
-      const next = releasedRecord(
-        h.stored.record,
-        this.s.clock.wallNow(),
-        this.s.clearMetadataOnRelease ? {} : undefined,
-      );
-      const outcome = await this.writer.write(next, h.stored.revision, { timeoutMs: h.until - sentAt });
-      if (this.held !== h) return;
-      if (outcome.kind === "applied") {
-        if (outcome.stored.record.holder === null) {
-          h.stored = outcome.stored;
-          this.ownRevision = outcome.stored.revision;
-          return;
+  private release(h: Held): Promise<void> {
+    return releaseAttempts({
+      writer: this.writer,
+      clock: this.s.clock,
+      holding: () => this.held === h,
+      until: () => h.until,
+      next: () => ({
+        record: releasedRecord(h.stored.record, this.s.clock.wallNow(), this.s.clearMetadataOnRelease ? {} : undefined),
+        revision: h.stored.revision,
+      }),
+      applied: (stored, sentAt) => {
+        if (stored.record.holder === null) {
+          h.stored = stored;
+          this.ownRevision = stored.revision;
+          return "done";
         }
-        this.adopt(h, outcome.stored, outcome.sentAt); // an earlier renewal landed meanwhile: again on top
-        continue;
-      }
-      if (outcome.kind === "lost") return this.lose("conflict");
-      this.events.emit("error", { error: outcome.error, during: "release" });
-      await this.s.clock.sleep(Math.min(this.retryDelay() / 4, Math.max(0, h.until - this.s.clock.now())));
-    }
+        this.adopt(h, stored, sentAt); // an earlier renewal landed meanwhile: again on top
+        return "again";
+      },
+      lost: () => {
+        this.lose("conflict");
+        return "done";
+      },
+      failed: (error) => this.events.emit("error", { error, during: "release" }),
+      retryDelay: () => this.retryDelay(),
+    });
   }
 
   // ---- following ----
@@ -434,8 +442,11 @@ export class LeaseHolder {
       }
       return Number.POSITIVE_INFINITY;
     }
-    if (r.renewedAt + r.leaseMs + this.s.maxSkewMs < this.s.clock.wallNow()) return known.at;
-    return known.at + r.leaseMs;
+    return plainTakeoverAt(stored, known.at, {
+      now: this.s.clock.now(),
+      wallNow: this.s.clock.wallNow(),
+      maxSkewMs: this.s.maxSkewMs,
+    });
   }
 
   private async acquire(known: Known): Promise<void> {
@@ -517,47 +528,33 @@ export class LeaseHolder {
    * Waits for the lane: the function that frees the call's place once it has settled, or
    * `undefined` when stopped (or no longer campaigning) meanwhile.
    */
-  private async admit(kind: LaneKind): Promise<LaneRelease | undefined> {
-    let done: LaneRelease;
-    try {
-      done = await this.lane.admit(kind, this.halt.signal);
-    } catch (error) {
-      if (!this.halt.signal.aborted) this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" });
-      return undefined;
-    }
-    if (!this.stopRequested && !this.held && this.campaigning) return done;
-    done();
-    return undefined;
+  private admit(kind: LaneKind): Promise<LaneRelease | undefined> {
+    return admitCall(
+      this.lane,
+      kind,
+      this.halt.signal,
+      () => !this.stopRequested && !this.held && this.campaigning,
+      (error) => this.events.emit("error", { error, during: kind === "poll" ? "read" : "acquire" }),
+    );
   }
 
   // ---- scheduling ----
 
   private retryDelay(): number {
-    return this.s.retryMs * (1 + this.s.jitter * this.s.random());
+    return jittered(this.s.retryMs, this.s);
   }
 
   private pollDelay(): number {
-    return this.pollMs * (1 + this.s.jitter * this.s.random());
-  }
-
-  /** retryMs doubled for each term lost in a row, capped at leaseMs; a random half of it shaved off. */
-  private recampaignDelay(): number {
-    const d = Math.min(this.s.leaseMs, this.s.retryMs * 2 ** Math.min(this.lossStreak - 1, 30));
-    return this.s.jitter === 0 ? d : d * (0.5 + 0.5 * this.s.random());
+    return jittered(this.pollMs, this.s);
   }
 
   /** Sleeps up to `ms`, cut short by stop(), a metadata change or a pushed record. */
   private async wait(ms: number): Promise<void> {
-    if (this.stopRequested || ms <= 0) return;
-    const cut = new AbortController();
-    this.wakeLoop = () => cut.abort(DONE);
-    await this.s.clock.sleep(ms, cut.signal);
-    this.wakeLoop = undefined;
-    cut.abort(DONE);
+    if (!this.stopRequested) await this.waker.sleep(ms);
   }
 
   private wake(): void {
-    this.wakeLoop?.();
+    this.waker.wake();
   }
 
   /** A record the follower's stream yielded: a release is known the moment it is written. */

@@ -21,7 +21,7 @@ import { z } from "zod";
 import { type Clock, systemClock } from "../clock.js";
 import { LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
-import type { Lane, LaneKind, LaneRelease } from "./lane.js";
+import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { LatenessSampler } from "./lateness.js";
 import { ms } from "./options.js";
 
@@ -261,6 +261,11 @@ export class LoadLane implements MeasuredLane {
 }
 
 let shared: LoadLane | undefined;
+
+/** A candidate's lane when it is given none: the process's on the system clock, `openLane` on another. */
+export function defaultLane(clock: Clock): Lane {
+  return clock === systemClock ? processLane() : openLane;
+}
 
 /** The process's lane, shared by every elector on the system clock that is not given its own. */
 export function processLane(): LoadLane {

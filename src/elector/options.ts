@@ -87,6 +87,19 @@ export const storeField = (methods: readonly string[], error: string) =>
     { error },
   );
 
+/** A follower's own fields, an Elector's and a session's alike: its poll pace and its lane. */
+export const followerFields = {
+  pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).optional(),
+  lane: z
+    .custom<object>(
+      (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
+      {
+        error: "expected a Lane (an object with admit)",
+      },
+    )
+    .optional(),
+};
+
 // Strict: a misspelt option (leaseMS) is an error, not a silently ignored default.
 const fieldsSchema = z.strictObject(
   {
@@ -95,15 +108,7 @@ const fieldsSchema = z.strictObject(
     identity: holderSchema.optional(),
     ...timingFields,
     graceMs: ms("the stop grace period").optional(),
-    pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).optional(),
-    lane: z
-      .custom<object>(
-        (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
-        {
-          error: "expected a Lane (an object with admit)",
-        },
-      )
-      .optional(),
+    ...followerFields,
     metadata: metadataSchema.default({}),
   },
   { error: "expected an options object with store and name" },

@@ -16,10 +16,8 @@ import { FaultyStore } from "./faulty-store.js";
 import { type StoreUnderTest, uniqueName } from "./store-contract.js";
 import { TrackedStore } from "./tracked-store.js";
 
-const LEASE = 1000;
-const RENEW = 300;
-const RETRY = 100;
-const SAFETY = 100;
+/** The base timing (ms); `timeScale` multiplies it for a store with a write-rate limit. */
+const BASE = { lease: 1000, renew: 300, retry: 100, safety: 100 };
 
 interface Lease {
   name: string;
@@ -47,6 +45,12 @@ export interface BoundContractOptions {
   refusesCandidacy?: string;
   /** A store for one more process (its own connection and instance); default the shared store. */
   connect?: (shared: LeaseStore) => LeaseStore;
+  /**
+   * Multiplies every duration of the suite (lease 1000 ms, renew 300, retry 100, safety 100, and
+   * each step), for a store whose own write-rate limit refuses the base timing (GCS: renewMs of
+   * at least 1 s). The clock is manual, so a larger scale costs no real time.
+   */
+  timeScale?: number;
 }
 
 class Harness {
@@ -58,6 +62,7 @@ class Harness {
     readonly shared: LeaseStore,
     private readonly options: BoundContractOptions,
     readonly clock: ManualClock,
+    private readonly timing: { leaseMs: number; renewMs: number; retryMs: number; pollMs: number; safetyMs: number },
   ) {
     this.clock.idle = async () => {
       for (const t of this.all) await t.settle();
@@ -77,10 +82,7 @@ class Harness {
       store: faults,
       name: `${this.prefix}/_sessions/${id}`,
       identity: id,
-      leaseMs: LEASE,
-      renewMs: RENEW,
-      retryMs: RETRY,
-      safetyMs: SAFETY,
+      ...this.timing,
       jitter: 0,
       clock: this.clock,
     });
@@ -127,10 +129,24 @@ export function describeBoundContract(
   create: (context: ElectorContractContext) => Promise<StoreUnderTest>,
   options: BoundContractOptions = {},
 ): void {
+  const S = options.timeScale ?? 1;
+  const LEASE = BASE.lease * S;
+  const RENEW = BASE.renew * S;
+  const RETRY = BASE.retry * S;
+  const SAFETY = BASE.safety * S;
+  /** A step of the suite, in base milliseconds. */
+  const ms = (base: number) => base * S;
   const withHarness = (fn: (h: Harness) => Promise<void>) => async () => {
     const clock = new ManualClock();
     const { store, dispose } = await create({ clock });
-    const h = new Harness(store, options, clock);
+    const h = new Harness(store, options, clock, {
+      leaseMs: LEASE,
+      renewMs: RENEW,
+      retryMs: RETRY,
+      // A follower reads every retry here, so a release on a store without push is seen within one.
+      pollMs: RETRY,
+      safetyMs: SAFETY,
+    });
     try {
       await fn(h);
     } finally {
@@ -185,7 +201,7 @@ export function describeBoundContract(
         await h.clock.advance(0);
         const b = h.process("b", 5);
         h.start(b);
-        await h.clock.advance(RENEW * 2 + 10);
+        await h.clock.advance(RENEW * 2 + ms(10));
         const lastSent = a.leases[0]!.elector.current.lastRenewalSentAt!;
         a.faults.hang = true; // the process is gone: no further writes land
         await h.clock.advance(LEASE + late * 2);
@@ -212,13 +228,13 @@ export function describeBoundContract(
         await h.clock.advance(0);
         const b = h.process("b", 3);
         h.start(b);
-        await h.clock.advance(RENEW + 10);
+        await h.clock.advance(RENEW + ms(10));
         // a's next writes reach the store only after two leases: its renewals are in flight while
         // b fences its session and takes its leases.
         a.faults.delayMs = LEASE * 2;
         let bothLed = false;
-        for (let t = 0; t < (LEASE * 4) / 50; t++) {
-          await h.clock.advance(50);
+        for (let t = 0; t < (LEASE * 4) / ms(50); t++) {
+          await h.clock.advance(ms(50));
           for (let i = 0; i < 3; i++) if (h.leaders(i).length > 1) bothLed = true;
         }
         expect(bothLed).toBe(false);
@@ -352,7 +368,7 @@ export function describeBoundContract(
             async ({ term, signal: s }) => {
               log.push(`${p.id} start ${term} @${h.clock.now()}`);
               await new Promise<void>((resolve) => s.addEventListener("abort", () => resolve()));
-              await h.clock.sleep(250);
+              await h.clock.sleep(ms(250));
               log.push(`${p.id} end ${term} @${h.clock.now()}`);
             },
             signal ? { signal } : {},
@@ -361,15 +377,15 @@ export function describeBoundContract(
         await h.clock.advance(0);
         const stopB = new AbortController();
         const rb = work(b, stopB.signal);
-        await h.clock.advance(500);
+        await h.clock.advance(ms(500));
         stopA.abort();
-        await h.clock.advance(250 + RETRY);
+        await h.clock.advance(ms(250) + RETRY);
         await expect(ra).resolves.toBeUndefined();
-        expect(log.slice(0, 2)).toEqual(["a start 1 @0", "a end 1 @750"]);
+        expect(log.slice(0, 2)).toEqual(["a start 1 @0", `a end 1 @${ms(750)}`]);
         const bStart = /^b start 2 @(\d+)$/.exec(log[2] ?? "");
-        expect(Number(bStart?.[1])).toBeGreaterThanOrEqual(750);
+        expect(Number(bStart?.[1])).toBeGreaterThanOrEqual(ms(750));
         stopB.abort();
-        await h.clock.advance(300);
+        await h.clock.advance(ms(300));
         await rb;
       }),
     );

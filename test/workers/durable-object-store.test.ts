@@ -10,6 +10,7 @@ import { DurableObjectStore } from "../../src/backends/durable-object/store.js";
 import { INDEX_OBJECT } from "../../src/backends/durable-object/wire.js";
 import type { Stored } from "../../src/lease.js";
 import { listedName } from "../../src/listing.js";
+import { describeBoundContract } from "../../src/testkit/bound-contract.js";
 import { describeElectorContract } from "../../src/testkit/elector-contract.js";
 import { describeShardedContract } from "../../src/testkit/sharded-contract.js";
 import { describeStoreContract, makeRecord, uniqueName } from "../../src/testkit/store-contract.js";
@@ -23,6 +24,7 @@ describeStoreContract("durable objects (workerd)", {
     "each record lives in its own Durable Object's storage, which only LeaseObject writes, after validating it: no other writer reaches it",
 });
 describeElectorContract("durable objects (workerd)", create);
+describeBoundContract("durable objects (workerd)", create);
 describeShardedContract("durable objects (workerd)", create);
 
 describe("durable object store", () => {
