@@ -93,7 +93,7 @@ const wallMs = (description: string) =>
 // The same schema the record's validation uses (src/lease.ts): the published pattern is the
 // enforced one, HOLDER_PATTERN; the description says what it means in words.
 const holder = holderSchema.meta({
-  description: `Identity of the holder: 1-${MAX_HOLDER_LENGTH} characters, no control characters (Unicode Cc)`,
+  description: `Identity of the holder: 1-${MAX_HOLDER_LENGTH} characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)`,
   example: "billing-7f9c",
 });
 
