@@ -89,6 +89,12 @@ const BMP_FORMAT_CLASS = (() => {
  */
 export const HOLDER_PATTERN = new RegExp(`^[^\\x00-\\x1F\\x7F-\\x9F${BMP_FORMAT_CLASS}]+$`);
 
+/**
+ * A metadata key or value: `HOLDER_PATTERN`'s characters, any number of them. Published in the
+ * document for metadata's keys and values, as the holder's pattern is.
+ */
+export const PLAIN_TEXT_PATTERN = new RegExp(`^[^\\x00-\\x1F\\x7F-\\x9F${BMP_FORMAT_CLASS}]*$`);
+
 /** Any control or format character or line separator (Unicode Cc, Cf, Zl, Zp), in or out of the BMP. */
 const FORMAT_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
