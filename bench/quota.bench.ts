@@ -3,12 +3,10 @@
  * the API in process (`app.request`: the server's work, no sockets) on a SQLite file holding
  * 2,000 or 10,000 records under one token's prefix, the bound set to exactly that many:
  * - before: the code at the issue's commit (BEFORE_COMMIT), whose refusal recounts the prefix by
- *   listing it (its source is taken from git into bench/.before/, which git ignores);
+ *   listing it (its source taken from git: bench/support/before.ts);
  * - after: this code, whose count is kept in the store and believed for a minute once at the bound.
  * Reads and refused creates alternate call by call, so a change in machine load meets both.
  */
-import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { TokenScope } from "../src/api/auth.js";
@@ -17,11 +15,11 @@ import { quotaOwner, quotaRecord, quotaRecordName } from "../src/api/quota-recor
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { LeaseStore } from "../src/lease.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
+import { beforeSources, ISSUE_30_COMMIT } from "./support/before.js";
 import { benchRecord, machineLoad, QUICK, tempDir } from "./support/common.js";
 import { median, quantile, type Table } from "./table.js";
 
-/** The commit issue #30's reproductions ran against. */
-const BEFORE_COMMIT = "1f85336";
+const BEFORE_COMMIT = ISSUE_30_COMMIT;
 const SIZES = [2000, 10_000];
 const TOKEN: TokenScope = {
   name: "team",
@@ -42,20 +40,9 @@ type CreateApp = (options: {
 
 /** createApp of the code before, from git (undefined when this clone lacks the commit). */
 async function beforeApp(): Promise<CreateApp | undefined> {
-  const root = join(import.meta.dirname, "..");
-  const dir = join(import.meta.dirname, ".before", BEFORE_COMMIT);
-  if (!existsSync(join(dir, "src/api/app.ts"))) {
-    try {
-      mkdirSync(dir, { recursive: true });
-      const archive = execFileSync("git", ["archive", BEFORE_COMMIT, "src"], { cwd: root, maxBuffer: 1 << 28 });
-      execFileSync("tar", ["-x", "-C", dir], { input: archive });
-    } catch {
-      return undefined;
-    }
-  }
-  // The console's bundle is generated, not committed: any will do for a server that is not asked for it.
-  copyFileSync(join(root, "src/api/console/assets.gen.ts"), join(dir, "src/api/console/assets.gen.ts"));
-  return ((await import(join(dir, "src/api/app.ts"))) as { createApp: CreateApp }).createApp;
+  const src = beforeSources(BEFORE_COMMIT);
+  if (!src) return undefined;
+  return ((await import(join(src, "api", "app.ts"))) as { createApp: CreateApp }).createApp;
 }
 
 /**

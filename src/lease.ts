@@ -58,12 +58,48 @@ export const prefixSchema = z
 const LEGACY_NAME_PATTERN = /^[a-z0-9]([a-z0-9._/-]{0,190}[a-z0-9])?$/;
 
 /**
- * No control characters (Unicode Cc: U+0000-001F, U+007F-009F): a holder ends up in logs, headers
- * and tables. Written without flags and without \p{...}, so the API publishes this very pattern
- * and it reads the same in ECMA-262 with or without `u`, in Python, Go and Rust regex engines.
+ * The Unicode format characters (Cf) of the Basic Multilingual Plane and the line and paragraph
+ * separators (U+2028, U+2029), as a character-class body of literal characters and ranges: bidirectional controls (U+061C, U+200E/F, U+202A-202E,
+ * U+2066-2069) make `\u202e1-dop` show as "pod-1", zero-width ones make two names look alike, and
+ * a separator starts a new line in a log.
+ * Computed from this engine's Unicode tables, so the published pattern is exactly what is refused.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this rule excludes
-export const HOLDER_PATTERN = /^[^\x00-\x1F\x7F-\x9F]+$/;
+const BMP_FORMAT_CLASS = (() => {
+  const cf = /[\p{Cf}\p{Zl}\p{Zp}]/u;
+  let out = "";
+  for (let c = 0; c <= 0xffff; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) continue;
+    if (!cf.test(String.fromCharCode(c))) continue;
+    let end = c;
+    while (end < 0xffff && cf.test(String.fromCharCode(end + 1))) end++;
+    out += end === c ? String.fromCharCode(c) : `${String.fromCharCode(c)}-${String.fromCharCode(end)}`;
+    c = end;
+  }
+  return out;
+})();
+
+/**
+ * Text a person reads as it is: no control characters (Unicode Cc: U+0000-001F, U+007F-009F) and
+ * no format characters or line separators of the BMP (Unicode Cf, Zl, Zp: `BMP_FORMAT_CLASS`): a holder and metadata end up
+ * in logs, headers, tables and the console. Written without flags and without \p{...} (the format
+ * characters are literal), so the API publishes this very pattern and it reads the same in
+ * ECMA-262 with or without `u`, in Python, Go and Rust regex engines. The few format characters
+ * outside the BMP (tags, U+E0001...) are refused by `FORMAT_CHARACTER`, which no flagless pattern
+ * can name.
+ */
+export const HOLDER_PATTERN = new RegExp(`^[^\\x00-\\x1F\\x7F-\\x9F${BMP_FORMAT_CLASS}]+$`);
+
+/**
+ * A metadata key or value: `HOLDER_PATTERN`'s characters, any number of them. Published in the
+ * document for metadata's keys and values, as the holder's pattern is.
+ */
+export const PLAIN_TEXT_PATTERN = new RegExp(`^[^\\x00-\\x1F\\x7F-\\x9F${BMP_FORMAT_CLASS}]*$`);
+
+/** Any control or format character or line separator (Unicode Cc, Cf, Zl, Zp), in or out of the BMP. */
+const FORMAT_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+const PLAIN_TEXT =
+  "expected no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp: bidirectional controls among them)";
 
 /**
  * An unpaired surrogate: not Unicode text, and a store that writes UTF-8 would change it. No
@@ -76,7 +112,8 @@ export const holderSchema = z
   .string({ error: "expected a string" })
   .min(1, { error: "expected a non-empty string", abort: true })
   .max(MAX_HOLDER_LENGTH, { error: `expected at most ${MAX_HOLDER_LENGTH} characters` })
-  .regex(HOLDER_PATTERN, { error: "expected no control characters" })
+  .regex(HOLDER_PATTERN, { error: PLAIN_TEXT, abort: true })
+  .refine((s) => !FORMAT_CHARACTER.test(s), { error: PLAIN_TEXT })
   .refine((s) => !UNPAIRED_SURROGATE.test(s), { error: "expected no unpaired surrogates" });
 
 export const leaseMsSchema = z
@@ -151,25 +188,56 @@ export const RESERVED_METADATA_PREFIXES = ["leasehold.", "proxied.leasehold."] a
 export const isReservedKey = (key: string): boolean => RESERVED_METADATA_PREFIXES.some((p) => key.startsWith(p));
 
 /**
- * A record's metadata, the caller's own: strings, at most 1 KiB as UTF-8 JSON, no reserved key
- * (each refused by name).
+ * Metadata keys that name a JavaScript object's own machinery: `__proto__` cannot be kept as a key
+ * of a plain object at all (it was dropped without a word), and a reader that indexes an object by
+ * `constructor` or `prototype` gets something that is not the caller's. Refused by name.
  */
-export const metadataSchema = z
-  .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
-  .superRefine((m, ctx) => {
-    for (const key of Object.keys(m)) {
-      if (isReservedKey(key)) {
-        ctx.addIssue({
-          code: "custom",
-          path: [key],
-          message: `expected no key starting with ${RESERVED_METADATA_PREFIXES.map((p) => `"${p}"`).join(" or ")} (protocol state is the record's own typed fields, never metadata)`,
-        });
+export const FORBIDDEN_METADATA_KEYS = ["__proto__", "constructor", "prototype"] as const;
+
+const isForbiddenKey = (key: string): boolean => (FORBIDDEN_METADATA_KEYS as readonly string[]).includes(key);
+
+/**
+ * A record's metadata, the caller's own: strings, at most 1 KiB as UTF-8 JSON, no reserved key,
+ * no `FORBIDDEN_METADATA_KEYS`, no control or format character in a key or a value (each refused
+ * by name).
+ */
+export const metadataSchema = metadataOf(true);
+
+/**
+ * Metadata as `metadataSchema` checks it; `plainText` false: as a record written before 0.2.0 may
+ * hold it (format characters and `constructor`/`prototype` keys were allowed), for reading only.
+ */
+function metadataOf(plainText: boolean) {
+  return z
+    .record(z.string(), z.string({ error: "expected string values" }), { error: "expected an object of strings" })
+    .superRefine((m, ctx) => {
+      for (const [key, value] of Object.entries(m)) {
+        if (plainText && isForbiddenKey(key)) {
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: `expected no key ${FORBIDDEN_METADATA_KEYS.map((k) => `"${k}"`).join(", ")} (a JavaScript object's own machinery)`,
+          });
+        }
+        if (plainText && FORMAT_CHARACTER.test(key)) {
+          ctx.addIssue({ code: "custom", path: [key], message: `key: ${PLAIN_TEXT}` });
+        }
+        if (plainText && FORMAT_CHARACTER.test(value)) {
+          ctx.addIssue({ code: "custom", path: [key], message: PLAIN_TEXT });
+        }
+        if (isReservedKey(key)) {
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: `expected no key starting with ${RESERVED_METADATA_PREFIXES.map((p) => `"${p}"`).join(" or ")} (protocol state is the record's own typed fields, never metadata)`,
+          });
+        }
       }
-    }
-    if (utf8.encode(JSON.stringify(m)).length > MAX_METADATA_BYTES) {
-      ctx.addIssue({ code: "custom", message: `expected at most ${MAX_METADATA_BYTES} bytes as JSON` });
-    }
-  });
+      if (utf8.encode(JSON.stringify(m)).length > MAX_METADATA_BYTES) {
+        ctx.addIssue({ code: "custom", message: `expected at most ${MAX_METADATA_BYTES} bytes as JSON` });
+      }
+    });
+}
 
 const positiveTerm = z
   .number({ error: "expected a number" })
@@ -256,9 +324,26 @@ export const PROTOCOL_FIELDS = [
 
 export const recordSchema = recordFields.extend({ name: recordNameSchema }).superRefine(checkProtocolFields);
 
-/** A record as read back: a name written under the earlier, looser rule is still readable. */
+/**
+ * A holder as a record written before 0.2.0 may hold it (format characters were allowed), for
+ * reading only: such a record stays readable (a listing and GET show it), and a new write of it
+ * needs a plain-text holder.
+ */
+const storedHolderSchema = z
+  .string({ error: "expected a string" })
+  .min(1, { error: "expected a non-empty string", abort: true })
+  .max(MAX_HOLDER_LENGTH, { error: `expected at most ${MAX_HOLDER_LENGTH} characters` })
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this rule excludes
+  .regex(/^[^\x00-\x1F\x7F-\x9F]+$/, { error: "expected no control characters" });
+
+/**
+ * A record as read back: a name written under the earlier, looser rule is still readable, and so
+ * are a holder and metadata written before format characters were refused.
+ */
 const storedRecordSchema = recordFields
   .extend({
+    holder: storedHolderSchema.nullable(),
+    metadata: metadataOf(false),
     name: z
       .string({ error: "expected a string" })
       .refine((name) => LEGACY_NAME_PATTERN.test(name) || PROTOCOL_NAME_PATTERN.test(name), {

@@ -69,17 +69,24 @@ describe("what the server logs", () => {
     }
   });
 
-  it("holders that could forge or hide lines (line separators, bidi controls) are escaped, and no instance is logged", async () => {
+  it("holders that could forge or hide lines (line separators, bidi controls) are refused; the log escapes them in what reaches it anyway; no instance is logged", async () => {
     const lines: string[] = [];
     const api = await startApi({ log: createLogger("text", (l) => lines.push(l)) });
     try {
       const holder = "evil\u2028leasehold: lease holder changed lease=jobs/x to=admin\u202e";
-      expect((await post(api.url, "/v1/leases/jobs%2Fforged/acquire", { holder, leaseMs: 60_000 })).status).toBe(200);
+      expect((await post(api.url, "/v1/leases/jobs%2Fforged/acquire", { holder, leaseMs: 60_000 })).status).toBe(400);
+      expect((await post(api.url, "/v1/leases/jobs%2Fforged/acquire", { holder: "a", leaseMs: 60_000 })).status).toBe(
+        200,
+      );
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain("\\u2028");
-      expect(lines[0]).toContain("\\u202e");
-      expect(lines[0]).not.toMatch(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
       expect(lines.join("\n")).not.toContain(INSTANCE);
+      // A record written before 0.2.0 may still carry such a holder: the log escapes it.
+      const escaped: string[] = [];
+      createLogger("text", (l) => escaped.push(l)).info("lease holder changed", { lease: "jobs/x", to: holder });
+      expect(escaped).toHaveLength(1);
+      expect(escaped[0]).toContain("\\u2028");
+      expect(escaped[0]).toContain("\\u202e");
+      expect(escaped[0]).not.toMatch(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
     } finally {
       await api.close();
     }

@@ -206,6 +206,27 @@ describe("the change log (GET /v1/leases/{name}/history)", () => {
     expect((await off.history("x/one")).body).toMatchObject({ limit: 0, terms: [], firstSeenAt: null });
   });
 
+  it("gives each tenant a share: one tenant's churn forgets its own history, never another's within its share", async () => {
+    const s = server({ console: { historyTerms: 2, historyLeases: 4 } });
+    // Two other tenants: "billing/" (no token narrower than "" covers it: its first segment) and "jobs/".
+    expect((await s.acquire("billing/a", "x")).status).toBe(200);
+    expect((await s.acquire("jobs/b", "x")).status).toBe(200);
+    // The adapters/ token's tenant churns through many more leases than the whole history keeps.
+    for (let i = 0; i < 20; i++) expect((await s.acquire(`adapters/churn-${i}`, "x")).status).toBe(200);
+    expect((await s.history("billing/a")).body.terms).toHaveLength(1);
+    expect((await s.history("jobs/b")).body.terms).toHaveLength(1);
+    // The churner keeps what is left: its two newest; its oldest are forgotten.
+    expect((await s.history("adapters/churn-19")).body.terms).toHaveLength(1);
+    expect((await s.history("adapters/churn-18")).body.terms).toHaveLength(1);
+    expect((await s.history("adapters/churn-17")).body).toMatchObject({ firstSeenAt: null, terms: [] });
+    expect((await s.history("adapters/churn-0")).body).toMatchObject({ firstSeenAt: null, terms: [] });
+    // A tenant over its share gives way to one under it: billing/ takes room from adapters/.
+    expect((await s.acquire("billing/c", "x")).status).toBe(200);
+    expect((await s.history("billing/c")).body.terms).toHaveLength(1);
+    expect((await s.history("billing/a")).body.terms).toHaveLength(1);
+    expect((await s.history("adapters/churn-18")).body).toMatchObject({ firstSeenAt: null, terms: [] });
+  });
+
   it("never shows the server's proofs: a holder's or a member's instance digest", async () => {
     const s = server();
     expect((await s.acquire("jobs/a", "alice", 1000, { region: "eu" })).status).toBe(200);

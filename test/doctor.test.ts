@@ -13,11 +13,13 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
-import { type DoctorReport, examine, minimumLeaseMs, writerOpener } from "../src/cli/doctor.js";
+import { type DoctorReport, examine, minimumLeaseMs, scratchPrefix, writerOpener } from "../src/cli/doctor.js";
+import { readable } from "../src/listing.js";
 import { openStore } from "../src/open-store.js";
 import { serve } from "../src/runtime/node.js";
 import { AZURITE_ACCOUNT, azuriteConnectionString } from "./servers/azurite.server.js";
 import { createTestBucket, S3_TEST_CREDENTIALS, S3_TEST_REGION } from "./servers/versitygw.server.js";
+import { startApi, TOKENS } from "./support/api-server.js";
 import { type CarelessS3, startCarelessS3 } from "./support/careless-s3.js";
 import { CliProcesses } from "./support/cli-processes.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
@@ -31,10 +33,13 @@ Object.assign(process.env, {
 });
 
 let run = 0;
-async function doctor(url: string, env: Record<string, string | undefined> = {}): Promise<DoctorReport> {
+async function doctor(
+  url: string,
+  env: Record<string, string | undefined> = {},
+  scratch = `leasehold-doctor/test-${run++}/`,
+): Promise<DoctorReport> {
   const store = await openStore(url, { env });
   try {
-    const scratch = `leasehold-doctor/test-${run++}/`;
     // Emulators have no write-rate limit to respect (fake-gcs-server): no pause between writes.
     // Each racing writer on a client of its own, as the command does.
     const openWriter = writerOpener(url, env);
@@ -107,6 +112,29 @@ describe("leasehold doctor on every local server: every check passes", () => {
     } finally {
       await server.close();
     }
+  });
+
+  it("http:// on the API with a token scoped to a prefix: --prefix puts every record under it", async () => {
+    const api = await startApi();
+    try {
+      const env = { LEASEHOLD_TOKEN: TOKENS.adapters };
+      const report = await doctor(api.url, env, scratchPrefix("adapters/"));
+      expect(failures(report)).toEqual([]);
+      expect(report.scratch).toMatch(/^adapters\/leasehold-doctor\/\d{14}-[0-9a-f]{8}\/$/);
+      const records: Array<{ name: string; holder: string | null }> = [];
+      for await (const s of readable(api.store.list!(""))) records.push(s.record);
+      // Besides the run's records, only the API's own count of the token's records (its quota).
+      expect(records.filter((r) => !r.name.startsWith(report.scratch) && !r.name.startsWith("_quota/"))).toEqual([]);
+      const released = records.filter((r) => r.name.startsWith(report.scratch) && r.holder === null);
+      expect(released).toHaveLength(report.leftReleased);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("--prefix must be a prefix ending in /", () => {
+    expect(() => scratchPrefix("team-a")).toThrow(/--prefix: expected "" or a prefix ending in "\/"/);
+    expect(() => scratchPrefix("../x/")).toThrow(/lease prefix/);
   });
 
   const external = (process.env.DOCTOR_STORE_URLS ?? "").split(/\s+/).filter((url) => url !== "");

@@ -240,6 +240,8 @@ describe.each(Object.entries(servers))("the document served %s", (mode, app) => 
       "\u{1F600}",
       "a\nb",
       "\u0085",
+      "\u202e1-dop",
+      "a\u200fb",
       '"7"',
       "*",
       "",
@@ -269,6 +271,12 @@ describe("the holder rule", () => {
       "\u007f",
       "\u0085",
       "x\u009f",
+      "\u202e1-dop",
+      "a\u200eb",
+      "\u2066x\u2069",
+      "x\u00ad",
+      "\ufeffx",
+      "a\u2028b",
     ];
     for (const holder of holders) {
       const res = await app.request("/v1/leases/holders/acquire", {

@@ -132,13 +132,19 @@ func checkName(field, name string, maxLen int, errs *[]error) {
 	}
 }
 
+// plainText: no control character, format character (bidirectional controls among them) or line
+// separator (Unicode Cc, Cf, Zl, Zp): the server's holder rule.
+func plainText(r rune) bool {
+	return !unicode.IsControl(r) && !unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
 func checkHolder(field, holder string, errs *[]error) {
 	ok := holder != "" && len([]rune(holder)) <= 256
 	for _, r := range holder {
-		ok = ok && !unicode.IsControl(r)
+		ok = ok && plainText(r)
 	}
 	if !ok {
-		*errs = append(*errs, &ConfigError{Field: field, Message: fmt.Sprintf("expected 1-256 characters without control characters, got %q", holder)})
+		*errs = append(*errs, &ConfigError{Field: field, Message: fmt.Sprintf("expected 1-256 characters without control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp), got %q", holder)})
 	}
 }
 
@@ -188,7 +194,7 @@ func randomHex(bytes int) string {
 func defaultIdentity() string {
 	host, _ := os.Hostname()
 	host = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if !plainText(r) {
 			return -1
 		}
 		return r

@@ -286,6 +286,15 @@ func TestElectorRefusesConfigurationThatCannotBeRight(t *testing.T) {
 			t.Errorf("no error names %s: %v", field, err)
 		}
 	}
+	// A holder that would read as something else (U+202E shows "\u202e1-dop" as "pod-1") is refused.
+	_, err = leasehold.NewElector(leasehold.Config{
+		Client: c, Name: "adapters/x", Identity: "\u202e1-dop",
+		Timing: leasehold.Timing{LeaseDuration: time.Second, RenewInterval: 300 * time.Millisecond},
+	})
+	var bidi *leasehold.ConfigError
+	if !errors.As(err, &bidi) || bidi.Field != "Identity" {
+		t.Errorf("an identity with U+202E: %v", err)
+	}
 	if _, err := leasehold.NewClient("127.0.0.1:8787", leasehold.ClientOptions{}); err == nil {
 		t.Error("a URL without a scheme was accepted")
 	}

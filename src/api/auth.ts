@@ -214,6 +214,20 @@ export class Authorizer {
     return principal.scope.prefixes.filter((p) => covers(p, name)).sort((a, b) => a.length - b.length)[0];
   }
 
+  /**
+   * The tenant `name` belongs to, for a bounded resource shared fairly among tenants (the console's
+   * history): the longest prefix of any token that covers it; a name that no narrower prefix than
+   * "" covers (every name, without tokens) belongs to its first segment.
+   */
+  tenantOf(name: string): string {
+    let best = "";
+    if ("tokens" in this.config) {
+      for (const t of this.config.tokens)
+        for (const p of t.prefixes) if (p.length > best.length && covers(p, name)) best = p;
+    }
+    return best || `${name.split("/")[0]}/`;
+  }
+
   private check(
     principal: Principal,
     verb: Verb,

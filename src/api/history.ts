@@ -15,9 +15,11 @@
  * - `unseen`: the next term this server saw is more than one higher: terms ended and began while
  *   it was not looking.
  *
- * Bounded: `terms` entries per lease (older ones are dropped and counted), `leases` leases (the one
- * changed least recently is forgotten first). Reserved metadata (`leasehold.*`) is never kept.
- * Runtime-neutral.
+ * Bounded: `terms` entries per lease (older ones are dropped and counted), `leases` leases in all,
+ * shared fairly among tenants (`tenantOf`: the token prefix a name is under): when a new lease
+ * needs room, the lease changed least recently is forgotten from the tenant that keeps the most
+ * (its own tenant on a tie), so one tenant's churn forgets its own history first and never empties
+ * another tenant's that keeps no more than its share. Runtime-neutral.
  */
 import type { Stored } from "../lease.js";
 
@@ -66,6 +68,8 @@ interface Log {
 
 export class LeaseHistory {
   private readonly logs = new Map<string, Log>();
+  /** Each tenant's leases with history, the one changed least recently first. */
+  private readonly tenants = new Map<string, Set<string>>();
   readonly since: number;
 
   constructor(
@@ -76,6 +80,8 @@ export class LeaseHistory {
      * session), and when it stops or stopped being held.
      */
     private readonly judge: (stored: Stored) => Promise<{ free: boolean; expiresAt: number }>,
+    /** Whose share a lease counts in (src/api/auth.ts `tenantOf`); one share for all by default. */
+    private readonly tenantOf: (name: string) => string = () => "",
   ) {
     this.since = wallNow();
   }
@@ -88,12 +94,16 @@ export class LeaseHistory {
     if (log?.revision === stored.revision) return;
     // Term 0 was never held (a group's config record): there is no term to tell of.
     if (!log && r.term === 0) return;
-    if (log) this.logs.delete(name);
-    else {
+    const tenant = this.tenantOf(name);
+    if (!log) {
       log = { firstSeenAt: this.wallNow(), revision: stored.revision, terms: [], dropped: 0 };
-      if (this.logs.size >= this.limits.leases) this.logs.delete(this.logs.keys().next().value as string);
+      if (this.logs.size >= this.limits.leases) this.forgetOne(tenant);
+      this.logs.set(name, log);
     }
-    this.logs.set(name, log); // most recently changed last
+    const names = this.tenants.get(tenant) ?? new Set<string>();
+    this.tenants.set(tenant, names);
+    names.delete(name);
+    names.add(name); // most recently changed last
     log.revision = stored.revision;
 
     const last = log.terms.at(-1);
@@ -128,6 +138,24 @@ export class LeaseHistory {
       log.terms.shift();
       log.dropped++;
     }
+  }
+
+  /** Forgets the lease changed least recently of the tenant keeping the most (`tenant` on a tie). */
+  private forgetOne(tenant: string): void {
+    let fullest = tenant;
+    let most = this.tenants.get(tenant)?.size ?? 0;
+    for (const [t, names] of this.tenants) {
+      if (names.size > most) {
+        fullest = t;
+        most = names.size;
+      }
+    }
+    const names = this.tenants.get(fullest);
+    const oldest = names?.values().next().value;
+    if (names === undefined || oldest === undefined) return;
+    names.delete(oldest);
+    if (names.size === 0) this.tenants.delete(fullest);
+    this.logs.delete(oldest);
   }
 
   /**

@@ -123,26 +123,32 @@ export function listingScoped(deps: Deps, prefixOf: (c: Parameters<MiddlewareHan
 
 /**
  * I-JSON (RFC 7493): a string with an unpaired surrogate is not Unicode text, and a store that
- * writes UTF-8 would change it. Refused wherever it is, before the fields are validated.
+ * writes UTF-8 would change it. And a key `__proto__`, which JSON carries but no JavaScript object
+ * keeps as data (a schema never sees it: it was dropped without a word). Each refused wherever it
+ * is, naming where, before the fields are validated.
  */
 export const wellFormed: MiddlewareHandler<Env> = async (c, next) => {
-  const path = unpairedSurrogateAt(await c.req.json());
-  if (path !== undefined) {
-    throw new ProblemError("validation", `invalid request: ${path || "body"}: expected no unpaired surrogates`, {
-      errors: [{ path, message: "expected no unpaired surrogates (request bodies are I-JSON, RFC 7493)" }],
+  const found = illFormedAt(await c.req.json());
+  if (found !== undefined) {
+    throw new ProblemError("validation", `invalid request: ${found.path || "body"}: ${found.message}`, {
+      errors: [found],
     });
   }
   await next();
 };
 
-/** The dotted path of the first string (or key) in `value` with an unpaired surrogate. */
-function unpairedSurrogateAt(value: unknown, path = ""): string | undefined {
-  if (typeof value === "string") return UNPAIRED_SURROGATE.test(value) ? path : undefined;
+const SURROGATE = "expected no unpaired surrogates (request bodies are I-JSON, RFC 7493)";
+const PROTO = 'expected no key "__proto__" (no JavaScript object keeps it as data)';
+
+/** The dotted path of the first string (or key) in `value` with an unpaired surrogate, or key `__proto__`. */
+function illFormedAt(value: unknown, path = ""): { path: string; message: string } | undefined {
+  if (typeof value === "string") return UNPAIRED_SURROGATE.test(value) ? { path, message: SURROGATE } : undefined;
   if (typeof value !== "object" || value === null) return undefined;
   for (const [key, item] of Object.entries(value)) {
     const at = path ? `${path}.${key}` : key;
-    if (UNPAIRED_SURROGATE.test(key)) return at;
-    const found = unpairedSurrogateAt(item, at);
+    if (UNPAIRED_SURROGATE.test(key)) return { path: at, message: SURROGATE };
+    if (key === "__proto__") return { path: at, message: PROTO };
+    const found = illFormedAt(item, at);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -6,11 +6,23 @@
  * round trips and the shortest `leaseMs` that leaves a renewal room; prints a pass/fail table
  * (or JSON) and exits 0 only when every case passed.
  *
- * Nothing outside the scratch prefix is read or written. Leasehold never deletes a lease record
- * (a record's term must outlive its holder), so the records the run wrote are left released, and
- * the report says where.
+ * Nothing outside the scratch prefix is read or written; `--prefix` puts it under a prefix of the
+ * caller's (`team-a/leasehold-doctor/<run id>/`), so it runs over HTTP with a token scoped to
+ * `team-a/`. Leasehold never deletes a lease record (a record's term must outlive its holder: a
+ * name written again would restart at term 1, and a fence that kept term 7 would then refuse the
+ * new holder, or worse, a deposed one holding a recycled term would pass it), and the API has no
+ * delete at all, so the records the run wrote are left released, and the report says where.
  */
-import { type LeaseRecord, type LeaseStore, MIN_LEASE_MS, newWriteId, releasedRecord, type Stored } from "../lease.js";
+import { LeaseValidationError } from "../errors.js";
+import {
+  type LeaseRecord,
+  type LeaseStore,
+  MIN_LEASE_MS,
+  newWriteId,
+  releasedRecord,
+  type Stored,
+  validatePrefix,
+} from "../lease.js";
 import { openStore, parseStoreUrl } from "../open-store.js";
 import { makeRecord, SAFETY_CASES } from "../testkit/safety-cases.js";
 import { StoreWrapper } from "../testkit/store-wrapper.js";
@@ -23,6 +35,19 @@ export interface DoctorOptions {
   /** Writers in each round. */
   writers: number;
   json: boolean;
+  /** Where the scratch names go: "" or a prefix ending in "/" (default ""). */
+  prefix?: string;
+}
+
+/** The run's scratch prefix: `<prefix>leasehold-doctor/<UTC time>-<random>/`; 400-style error for a bad prefix. */
+export function scratchPrefix(prefix = ""): string {
+  const checked = validatePrefix(prefix);
+  if (checked !== "" && !checked.endsWith("/")) {
+    throw new LeaseValidationError("doctor options", [
+      { path: "--prefix", message: `expected "" or a prefix ending in "/" (got ${JSON.stringify(prefix)})` },
+    ]);
+  }
+  return `${checked}leasehold-doctor/${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}-${newWriteId().slice(0, 8)}/`;
 }
 
 export interface DoctorReport {
@@ -128,7 +153,7 @@ export function minimumLeaseMs(writeP99Ms: number, minWriteIntervalMs: number | 
 
 export async function doctorCommand(o: DoctorOptions, io: CliIo): Promise<number> {
   const store = await openStore(o.store, { env: io.env });
-  const scratch = `leasehold-doctor/${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}-${newWriteId().slice(0, 8)}/`;
+  const scratch = scratchPrefix(o.prefix);
   if (!o.json)
     io.say(`checking ${o.store} on scratch names ${scratch}... (${o.rounds} rounds of ${o.writers} writers per race)`);
   const openWriter = writerOpener(o.store, io.env);

@@ -308,17 +308,24 @@ term to <group>/_buckets/<i> (the next owner takes term + 1), then writes <group
       20,
     )
     .option("--json", "print the report as JSON", false)
+    .option(
+      "--prefix <prefix>",
+      'write under <prefix>leasehold-doctor/<run id>/ ("" or ending in "/"; for a token scoped to it)',
+      "",
+    )
     .addHelpText(
       "after",
       `
 Runs the store contract's safety cases (compare-and-swap, conflicts, re-sent writes, ABA, terms,
 and races of concurrent writers, many rounds) under leasehold-doctor/<run id>/, measures read and
 write round trips and the shortest safe leaseMs, and prints a table. The records it wrote are left
-released (leasehold never deletes a lease record). Exit status: 0 all passed, 1 a check failed.
+released (leasehold never deletes a lease record: terms must never restart). Over HTTP with a scoped
+token, --prefix puts the run under the token's prefix. Exit status: 0 all passed, 1 a check failed.
 
 Examples:
   leasehold doctor 's3://my-bucket/leases/?endpoint=https://minio.internal:9000&pathStyle=true'
-  leasehold doctor dynamodb://leasehold-leases?region=eu-west-1 --rounds 100`,
+  leasehold doctor dynamodb://leasehold-leases?region=eu-west-1 --rounds 100
+  LEASEHOLD_TOKEN=... leasehold doctor https://leases.internal/ --prefix team-a/`,
     )
     .action(async (url: string, opts) => {
       if (opts.rounds < 1 || opts.writers < 2) {
@@ -327,7 +334,10 @@ Examples:
         ]);
       }
       setExitCode(
-        await doctorCommand({ store: url, rounds: opts.rounds, writers: opts.writers, json: opts.json === true }, io),
+        await doctorCommand(
+          { store: url, rounds: opts.rounds, writers: opts.writers, json: opts.json === true, prefix: opts.prefix },
+          io,
+        ),
       );
     });
 

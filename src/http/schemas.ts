@@ -25,6 +25,7 @@ import {
   metadataSchema,
   NAME_PATTERN,
   NAME_RULE,
+  PLAIN_TEXT_PATTERN,
   prefixSchema,
   RECORD_NAME_PATTERN,
   RECORD_NAME_RULE,
@@ -94,13 +95,16 @@ const wallMs = (description: string) =>
 // The same schema the record's validation uses (src/lease.ts): the published pattern is the
 // enforced one, HOLDER_PATTERN; the description says what it means in words.
 const holder = holderSchema.meta({
-  description: `Identity of the holder: 1-${MAX_HOLDER_LENGTH} characters, no control characters (Unicode Cc)`,
+  description: `Identity of the holder: 1-${MAX_HOLDER_LENGTH} characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)`,
   example: "billing-7f9c",
 });
 
 const metadata = metadataSchema.meta({
   description: `A small string map of the caller's own, at most ${MAX_METADATA_BYTES} bytes as UTF-8 JSON (rewritten on every renewal); keys starting with ${RESERVED_METADATA_PREFIXES.map((p) => `"${p}"`).join(" or ")} are refused: the protocol's state is the record's typed fields, never metadata`,
   example: { addr: "10.0.0.7:8080" },
+  // What the superRefine enforces, for clients and tools that read the document (src/lease.ts).
+  propertyNames: { type: "string", pattern: PLAIN_TEXT_PATTERN.source },
+  additionalProperties: { type: "string", pattern: PLAIN_TEXT_PATTERN.source },
 });
 
 /**

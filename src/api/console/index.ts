@@ -39,6 +39,8 @@ export function registerConsole(app: Api, deps: Deps, options: ConsoleOptions | 
     () => clock.wallNow(),
     // A bucket or a bound lease is judged by its session, as GET does; any other record by its own stamps.
     (stored) => views.state(stored),
+    // Each tenant keeps its share: one tenant's churn forgets its own history first.
+    (name) => deps.auth.tenantOf(name),
   );
   const feeds = new PrefixFeeds({
     list: async (prefix, limit) => {

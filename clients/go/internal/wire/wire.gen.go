@@ -357,7 +357,7 @@ func (e PutLeaseParamsIfNoneMatch) Valid() bool {
 
 // AcquireRequest Acquire a lease (or, by the holder from the same instance, renew it)
 type AcquireRequest struct {
-	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	// Holder Identity of the holder: 1-256 characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)
 	Holder string `json:"holder"`
 
 	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
@@ -614,7 +614,7 @@ type HistoryTerm struct {
 
 // HolderTermRequest The holder, the instance that took the lease, and the term it holds
 type HolderTermRequest struct {
-	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	// Holder Identity of the holder: 1-256 characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)
 	Holder string `json:"holder"`
 
 	// Instance A random id this process picks once when it starts (a UUID, 16-64 characters) and sends with every call. The server keeps only its SHA-256 digest: it renews, releases or re-acquires only for the instance that took the lease (or started the session), so two processes given the same holder name or member id never share a term. Never share it, never log it
@@ -635,7 +635,7 @@ type Lease struct {
 	// Fire A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)
 	Fire *Fire `json:"fire,omitempty"`
 
-	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	// Holder Identity of the holder: 1-256 characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)
 	Holder *string `json:"holder"`
 
 	// LeaseMs How long the lease is valid after each renewal (ms)
@@ -810,7 +810,7 @@ type RecordWrite struct {
 	// Fire A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)
 	Fire *Fire `json:"fire,omitempty"`
 
-	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	// Holder Identity of the holder: 1-256 characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)
 	Holder *string `json:"holder"`
 
 	// LeaseMs How long the lease is valid after each renewal (ms)
@@ -851,7 +851,7 @@ type StreamProblem struct {
 
 // Successor A candidate registered to be handed a bound lease at its holder's next graceful stop, in one write: an offer by another process, holding `session`
 type Successor struct {
-	// Holder Identity of the holder: 1-256 characters, no control characters (Unicode Cc)
+	// Holder Identity of the holder: 1-256 characters, no control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)
 	Holder string `json:"holder"`
 
 	// Session A bound lease's process session tenure: the lease is held exactly while that session term is (docs/design.md §4). Written through the raw PUT only for a session record the writing instance holds
