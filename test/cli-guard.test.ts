@@ -30,6 +30,12 @@ import {
 } from "./support/term-writer.js";
 
 const LEASE_MS = 1200;
+/**
+ * The store-stall case goes over the API to a SQLite file: at 1.2 s its call timeout, (leaseMs −
+ * safetyMs − renewMs) / 2 = 340 ms, is below what one fsynced write takes while the whole suite
+ * shares the disk, so A might never be elected. Its window's rules are the same at 3 s.
+ */
+const STALL_LEASE_MS = 3000;
 const CANDIDATES = 3;
 const ROUNDS = 2;
 const SEED = Number(process.env.GUARD_SEED ?? 12);
@@ -324,11 +330,11 @@ describe("leasehold run: the command cannot outlive its lease", () => {
       "--identity",
       "A",
       "--lease-ms",
-      String(LEASE_MS),
+      String(STALL_LEASE_MS),
       "--",
       ...writerCommand(log, writer),
     ]);
-    const candidate: Candidate = { identity: "A", cli: a, writer, graceMs: LEASE_MS, exited: false };
+    const candidate: Candidate = { identity: "A", cli: a, writer, graceMs: STALL_LEASE_MS, exited: false };
     void a.exited.then(() => {
       candidate.exited = true;
     });
@@ -340,7 +346,11 @@ describe("leasehold run: the command cannot outlive its lease", () => {
         return lines.length >= 3 ? lines[0] : undefined;
       },
       60_000,
-    );
+    ).catch((error: unknown) => {
+      throw new Error(
+        `${String(error)}; A said: ${a.stderr().slice(-1500)}; the API said: ${server.stderr().slice(-800)}`,
+      );
+    });
     server.child.kill("SIGSTOP"); // renewals now time out; the wrapper itself keeps running
 
     expect(await a.exited).toEqual({ code: 75, signal: null });
@@ -349,7 +359,7 @@ describe("leasehold run: the command cannot outlive its lease", () => {
     const stderr = a.stderr();
     const events = readWriterLog(log).map((l) => l.event);
     console.log(
-      `store stopped (lease ${LEASE_MS} ms): ${stderr
+      `store stopped (lease ${STALL_LEASE_MS} ms): ${stderr
         .split("\n")
         .filter((l) => /the guard|lost|window/.test(l))
         .join(" / ")}`,

@@ -73,12 +73,18 @@ describe("postgres: the row", () => {
     ]);
   });
 
-  it("a NUL character and fields the record does not have yet round-trip: the document is kept as written", async () => {
-    const store = open({ table: freshTable() });
+  it("quotes and backslashes round-trip, and a NUL an older writer stored is read back as written (json, not jsonb)", async () => {
+    const table = freshTable();
+    const store = open({ table });
     const name = uniqueName();
-    const record = makeRecord(name, { metadata: { raw: "a\u0000b", quote: '"\\' } });
+    const record = makeRecord(name, { metadata: { quote: '"\\' } });
     await store.put(record, null);
     expect((await store.get(name))?.record).toEqual(record);
+    // Today's writers refuse control characters in metadata; a record written before may hold one.
+    const older = uniqueName();
+    const withNul = makeRecord(older, { metadata: { raw: "a\u0000b" } });
+    await admin.query(`INSERT INTO ${table} (name, rev, record) VALUES ($1, 1, $2)`, [older, JSON.stringify(withNul)]);
+    expect((await store.get(older))?.record).toEqual(withNul);
   });
 
   it.each([
