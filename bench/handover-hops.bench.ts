@@ -21,8 +21,7 @@
  * - `bound lease, direct hand-over`: two process sessions (`openSession`), the follower
  *   registered as successor; a graceful stop hands the lease over in one write (holder = the
  *   successor, term + 1) and the successor leads on the push, without a write. Over the HTTP API
- *   (src/api/succession.ts) and in process on MemoryStore (SqliteStore has no watch, MemoryStore
- *   has). Hops: the hand-over write (and the server's part of it, over the API) and the push.
+ *   (src/api/succession.ts) and in process on MemoryStore. Hops: the hand-over write (and the server's part of it, over the API) and the push.
  * Every variant also gets `stop() called → elected`: the whole graceful stop as a caller sees it
  * (it includes the bound leader's pre-reads of the lease and the successor's session).
  */

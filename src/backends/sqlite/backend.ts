@@ -24,6 +24,13 @@ export interface SqliteStoreOptions {
    * "EXTRA" also syncs the folder. Both keep every acknowledged write through a power loss.
    */
   synchronous?: "FULL" | "EXTRA";
+  /**
+   * While any lease is watched (a follower waiting, the API's watch streams), how often the store
+   * checks whether anyone committed (ms): one `PRAGMA data_version`, no lease read unless it moved
+   * (./watch.ts). Followers in every process sharing the file hear a release or a hand-over this
+   * soon. Default 25.
+   */
+  watchPollMs?: number;
 }
 
 /**
@@ -55,6 +62,12 @@ export const sqliteOptionsSchema = z.strictObject(
       .default("leases"),
     create: z.boolean({ error: "expected true or false" }).default(true),
     synchronous: z.enum(["FULL", "EXTRA"], { error: 'expected "FULL" or "EXTRA"' }).default("FULL"),
+    watchPollMs: z
+      .number({ error: "expected milliseconds" })
+      .int({ error: "expected whole milliseconds" })
+      .min(1, { error: "expected at least 1 ms" })
+      .max(60_000, { error: "expected at most 60000 ms (a minute)" })
+      .default(25),
   },
   { error: "expected an object with path" },
 );

@@ -42,6 +42,7 @@ import {
   type WriteRequest,
   type WriteResult,
 } from "./commit.js";
+import { CommitWatch } from "./watch.js";
 import { attachWriter } from "./writer.js";
 
 const Database = (await importPeer("better-sqlite3", "better-sqlite3@12", () => import("better-sqlite3"))).default;
@@ -62,6 +63,9 @@ export class SqliteStore implements LeaseStore {
   private readonly writer: Writer;
   /** Writes not answered yet: `close` waits for them. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly commits: CommitWatch;
+  /** Writes commit on the reading connection (`:memory:`, the inline baseline): its data_version does not see them. */
+  private readonly writesHere: boolean;
 
   constructor(options: SqliteStoreOptions);
   /** @internal A baseline for the benchmark and the power-loss test's control, never for use. */
@@ -92,10 +96,18 @@ export class SqliteStore implements LeaseStore {
     }
     this.statements = prepareStatements(this.db, o.table);
     const commitHere = (request: WriteRequest) => this.statements.commit([request])[0]!;
-    this.writer =
-      memory || baseline.inline === true
-        ? { write: async (request) => commitHere(request), release: async () => undefined }
-        : attachWriter(JSON.stringify(settings), settings, commitHere);
+    this.writesHere = memory || baseline.inline === true;
+    this.commits = new CommitWatch(
+      {
+        dataVersion: () => this.db.pragma("data_version", { simple: true }) as number,
+        read: (name) => this.read(name),
+        readMany: (names) => this.readRows(names),
+      },
+      o.watchPollMs,
+    );
+    this.writer = this.writesHere
+      ? { write: async (request) => commitHere(request), release: async () => undefined }
+      : attachWriter(JSON.stringify(settings), settings, commitHere);
   }
 
   async get(name: string, _options?: CallOptions): Promise<Stored | null> {
@@ -118,6 +130,7 @@ export class SqliteStore implements LeaseStore {
     }
     switch (result.kind) {
       case "applied":
+        if (this.writesHere) this.commits.poke();
         // Committed: the new rev is known without a read (a later writer may already have moved on).
         return { record, revision: String(result.rev) };
       case "conflict":
@@ -151,11 +164,36 @@ export class SqliteStore implements LeaseStore {
     );
   }
 
+  /**
+   * Push (./watch.ts): the record now, then each change committed by any process sharing the file,
+   * heard within `watchPollMs`. Ends when `signal` aborts.
+   */
+  watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    validateRecordName(name);
+    return this.commits.watch(name, signal);
+  }
+
   /** Waits for this store's writes to be answered, then closes its connections. */
   async close(): Promise<void> {
+    this.commits.stop();
     await Promise.allSettled(this.inFlight);
     await this.writer.release();
     if (this.db.open) this.db.close();
+  }
+
+  /** The watch's read: one snapshot of `names`, `undefined` where a row cannot be read. */
+  private readRows(names: readonly string[]): Array<Stored | null | undefined> {
+    const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
+    const found = new Map(rows.map((row) => [row.name, row]));
+    return names.map((name) => {
+      const row = found.get(name);
+      if (!row) return null;
+      try {
+        return toStored(row);
+      } catch {
+        return undefined;
+      }
+    });
   }
 
   private read(name: string): Stored | null {

@@ -1,0 +1,140 @@
+/**
+ * Push for SQLite (the store's `watch`): every process on the host that shares the file hears a
+ * change within `watchPollMs`, without reading any lease while nothing changes.
+ *
+ * SQLite has no notification, but it has a cheap change counter: `PRAGMA data_version` on a
+ * connection changes whenever *another* connection commits (this process's writer thread, or any
+ * other process). Reading it costs no disk read in WAL mode (it comes from the shared-memory index),
+ * so one store ticks it every `watchPollMs` while any lease is watched, and only when it moved reads
+ * the watched leases (one `SELECT ... IN` per batch) and hands on those whose revision changed.
+ * Writes made on the reading connection itself (`:memory:`, the inline baseline) do not move its
+ * counter: the store pokes the watch after each of its own writes instead.
+ *
+ * One ticker per store, whatever the number of watchers; it runs only while a lease is watched.
+ * Node only (the SQLite backend is).
+ */
+import type { Stored } from "../../lease.js";
+
+/** Leases read in one statement when the counter moved. */
+const BATCH = 500;
+
+export interface CommitWatchSource {
+  /** The reading connection's `PRAGMA data_version`. */
+  dataVersion(): number;
+  /** One lease as `get` reads it (a corrupt record throws). */
+  read(name: string): Stored | null;
+  /**
+   * The leases `names` as they stand (one snapshot): `null` where none exists, `undefined` where
+   * the record cannot be read (it is not handed on: a watcher's own read reports it).
+   */
+  readMany(names: readonly string[]): Array<Stored | null | undefined>;
+}
+
+type Listener = (stored: Stored | null) => void;
+
+interface Watched {
+  listeners: Set<Listener>;
+  /** The revision last handed on (`null`: no record), undefined before the first read. */
+  revision: string | null | undefined;
+}
+
+export class CommitWatch {
+  private readonly watched = new Map<string, Watched>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private version: number | undefined;
+  private poked = false;
+
+  constructor(
+    private readonly source: CommitWatchSource,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Yields `name`'s record now and each time its revision changes, until `signal` aborts. */
+  async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
+    const queue: Array<Stored | null> = [];
+    let wake: (() => void) | undefined;
+    const listener: Listener = (stored) => {
+      queue.push(stored);
+      wake?.();
+    };
+    const onAbort = () => wake?.();
+    signal.addEventListener("abort", onAbort, { once: true });
+    const entry = this.watched.get(name) ?? { listeners: new Set<Listener>(), revision: undefined };
+    this.watched.set(name, entry);
+    entry.listeners.add(listener);
+    this.start();
+    try {
+      // The first record is read for this watcher alone: another may have been handed it already.
+      yield this.source.read(name);
+      while (!signal.aborted) {
+        const next = queue.shift();
+        if (next !== undefined) {
+          // Only the newest matters to a follower: skip what a later record replaced.
+          if (queue.length === 0) yield next;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      entry.listeners.delete(listener);
+      if (entry.listeners.size === 0 && this.watched.get(name) === entry) this.watched.delete(name);
+      if (this.watched.size === 0) this.stop();
+    }
+  }
+
+  /** A write on the reading connection itself: look at the next tick even if the counter did not move. */
+  poke(): void {
+    this.poked = true;
+  }
+
+  /** Ends every tick; watchers stay until their signals abort. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.version = undefined;
+  }
+
+  private start(): void {
+    if (this.timer !== undefined) return;
+    this.version = this.source.dataVersion();
+    this.timer = setTimeout(() => this.tick(), this.pollMs);
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    if (this.watched.size === 0) return;
+    try {
+      const version = this.source.dataVersion();
+      if (version !== this.version || this.poked) {
+        this.version = version;
+        this.poked = false;
+        this.deliver();
+      }
+    } catch {
+      // A busy or failed read: the next tick reads again (the counter is read before, so it still differs).
+      this.version = undefined;
+    }
+    if (this.watched.size > 0) this.timer = setTimeout(() => this.tick(), this.pollMs);
+  }
+
+  private deliver(): void {
+    const names = [...this.watched.keys()];
+    for (let i = 0; i < names.length; i += BATCH) {
+      const batch = names.slice(i, i + BATCH);
+      const records = this.source.readMany(batch);
+      batch.forEach((name, j) => {
+        const entry = this.watched.get(name);
+        const stored = records[j];
+        if (!entry || stored === undefined) return;
+        const revision = stored?.revision ?? null;
+        if (entry.revision === revision) return;
+        entry.revision = revision;
+        for (const listener of entry.listeners) listener(stored);
+      });
+    }
+  }
+}
