@@ -38,6 +38,7 @@ import { LeaderWork } from "../elector/leader-work.js";
 import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import { releaseAttempts } from "../elector/release-attempts.js";
+import { ElectorLoop } from "../elector/run-loop.js";
 import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
@@ -101,7 +102,7 @@ interface Checked {
 
 type Plan = { kind: "acquire" } | { kind: "lead" } | { kind: "register" } | { kind: "wait"; until: number };
 
-export class BoundElector {
+export class BoundElector extends ElectorLoop<Held> {
   readonly name: string;
   readonly identity: string;
   readonly leaseMs: number;
@@ -113,14 +114,9 @@ export class BoundElector {
   private readonly writer: CasWriter;
   private readonly events = new Emitter<ElectorEvents>();
   private phase: ElectorPhase = "idle";
-  private held: Held | undefined;
-  private observed: { stored: Stored | null; at: number } | undefined;
   private readonly leaderNotice = new LeaderNotice((seen) => this.events.emit("leader", seen));
   private lastLedTerm = 0;
-  private needsRead = true;
   private stopping = false;
-  private stopRequested = false;
-  private releaseOnStop = true;
   private loop: Promise<void> | undefined;
   private readonly waker: Waker;
   /** Aborted by stop: a follower's call waiting for the lane goes no further. */
@@ -138,6 +134,7 @@ export class BoundElector {
   private offSession: (() => void) | undefined;
 
   constructor(session: SessionPort, options: ResolvedBoundOptions) {
+    super(session.clock);
     this.session = session;
     this.o = options;
     this.name = options.name;
@@ -175,7 +172,7 @@ export class BoundElector {
     const h = this.held;
     const s = this.session.peek();
     const mine = h !== undefined && s !== undefined && s.term === h.sessionTerm;
-    const r = h ? h.stored.record : this.observed?.stored?.record;
+    const r = h ? h.stored.record : this.seen?.stored?.record;
     return {
       phase: this.phase,
       isLeader: mine && this.session.clock.now() < s.until,
@@ -232,13 +229,8 @@ export class BoundElector {
 
   private async run(): Promise<void> {
     try {
-      while (!this.stopRequested) {
-        if (this.held) await this.leaderStep(this.held);
-        else await this.followerStep();
-      }
-      if (this.held && this.releaseOnStop) await this.release(this.held);
-      if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
-      else if (this.o.handover) await this.withdraw();
+      const lost = await this.runUntilStopped();
+      if (!lost && this.o.handover) await this.withdraw();
     } finally {
       this.push.close();
       this.offSession?.();
@@ -260,7 +252,7 @@ export class BoundElector {
 
   // ---- leader ----
 
-  private async leaderStep(h: Held): Promise<void> {
+  protected async leaderStep(h: Held): Promise<void> {
     // Nothing to write: the session's renewals keep this lease. Woken by a loss, a push or stop.
     await this.wait(Number.POSITIVE_INFINITY);
     if (this.held === h && !this.stopRequested && this.session.validTerm() !== h.sessionTerm) this.lose("expired");
@@ -291,7 +283,7 @@ export class BoundElector {
     return false;
   }
 
-  private lose(reason: LossReason): void {
+  protected lose(reason: LossReason): void {
     const h = this.held;
     if (!h) return;
     this.held = undefined;
@@ -304,7 +296,7 @@ export class BoundElector {
       this.lossStreak++;
       this.campaignNotBefore = now + recampaignDelay(this.lossStreak, this.pace());
     }
-    this.observed = { stored: h.stored, at: now };
+    this.seen = { stored: h.stored, at: now };
     this.needsRead = true;
     this.events.emit("deposed", { term, reason });
     this.wake();
@@ -354,7 +346,7 @@ export class BoundElector {
    * term kept), by compare-and-swap on the revision this tenure last saw. A conflict that only
    * added a registration is decided again on the new revision.
    */
-  private async release(h: Held): Promise<void> {
+  protected async release(h: Held): Promise<void> {
     let check = await this.handoverCheck?.catch(() => undefined);
     await releaseAttempts({
       writer: this.writer,
@@ -382,7 +374,7 @@ export class BoundElector {
       },
       applied: (stored, _sentAt, sent) => {
         if (stored.record.writeId === sent.writeId || !this.isMyTenure(h, stored)) {
-          this.observed = { stored, at: this.session.clock.now() };
+          this.seen = { stored, at: this.session.clock.now() };
           return "done";
         }
         h.stored = stored; // an earlier write of ours landed meanwhile: again on top of it
@@ -405,7 +397,7 @@ export class BoundElector {
 
   // ---- follower ----
 
-  private async followerStep(): Promise<void> {
+  protected async followerStep(): Promise<void> {
     if (this.stopping) return this.wait(Number.POSITIVE_INFINITY);
     if (this.needsRead) {
       const done = await this.admit("poll");
@@ -419,7 +411,7 @@ export class BoundElector {
       this.needsRead = false;
       this.polled();
     }
-    const o = this.observed;
+    const o = this.seen;
     if (!o) return;
     const mine = this.writer.recognise(o.stored);
     if (mine) return this.fromOwnWrite(mine.stored);
@@ -430,7 +422,7 @@ export class BoundElector {
       this.events.emit("error", { error, during: "read" });
       return this.wait(this.retryDelay());
     }
-    if (this.stopping || this.held || this.observed !== o) return;
+    if (this.stopping || this.held || this.seen !== o) return;
     const now = this.session.clock.now();
     // After a lost tenure, no write to take L before the back-off (a hand-over to us is no write).
     if ((plan.kind === "acquire" || plan.kind === "register") && now < this.campaignNotBefore) {
@@ -443,7 +435,7 @@ export class BoundElector {
     // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
     // Whatever wakes the loop meanwhile, the poll stays due at `nextPollAt`.
     await this.wait(Math.max(1, Math.min(this.nextPollAt, plan.until) - now));
-    if (this.observed === o && this.session.clock.now() >= this.nextPollAt) this.needsRead = true;
+    if (this.seen === o && this.session.clock.now() >= this.nextPollAt) this.needsRead = true;
   }
 
   /** The store just answered about L: the next read is due a poll from now (once a lease with a live stream). */
@@ -498,7 +490,7 @@ export class BoundElector {
   private planPlain(stored: Stored): Plan {
     const clock = this.session.clock;
     const now = clock.now();
-    const takeoverAt = plainTakeoverAt(stored, this.observed?.at ?? now, {
+    const takeoverAt = plainTakeoverAt(stored, this.seen?.at ?? now, {
       now,
       wallNow: clock.wallNow(),
       maxSkewMs: this.session.timing.maxSkewMs,
@@ -575,7 +567,7 @@ export class BoundElector {
     const term = this.session.validTerm();
     const ref = sessionOf(r);
     const ours = r.holder === this.identity && ref?.name === this.session.name && ref.term === term;
-    this.observed = { stored, at: this.session.clock.now() };
+    this.seen = { stored, at: this.session.clock.now() };
     this.needsRead = false;
     this.polled();
     if (ours && term !== undefined && r.term > this.lastLedTerm && !this.stopping) this.becomeLeader(stored, term);
@@ -584,7 +576,7 @@ export class BoundElector {
 
   /** Stopping as a follower: takes our registration back, and releases L if it was handed to us meanwhile. */
   private async withdraw(): Promise<void> {
-    let current = this.observed?.stored;
+    let current = this.seen?.stored;
     for (let attempt = 0; attempt < 3 && current; attempt++) {
       const r = current.record;
       const term = this.session.validTerm();
@@ -610,14 +602,7 @@ export class BoundElector {
     if (current !== undefined) this.polled();
   }
 
-  private observe(stored: Stored | null | undefined): void {
-    if (stored === undefined) {
-      this.needsRead = true;
-      return;
-    }
-    if (this.observed === undefined || this.observed.stored?.revision !== stored?.revision) {
-      this.observed = { stored, at: this.session.clock.now() };
-    }
+  protected onObserved(stored: Stored | null): void {
     this.noteLeader(stored);
   }
 
@@ -658,9 +643,9 @@ export class BoundElector {
   /** A record the follower's stream yielded (a leader has no stream open; one late event is ignored). */
   private pushed(stored: Stored | null): void {
     if (this.held || this.stopping) return;
-    const before = this.observed;
+    const before = this.seen;
     this.observe(stored);
-    if (this.observed !== before) {
+    if (this.seen !== before) {
       this.needsRead = false;
       this.wake();
     }

@@ -42,6 +42,7 @@ import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js"
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
 import { releaseAttempts } from "./release-attempts.js";
 import { renewalRetryAt, renewalTimeoutMs } from "./renewal-schedule.js";
+import { ElectorLoop, type Seen } from "./run-loop.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
 const DONE = "done";
@@ -113,21 +114,12 @@ interface Held {
   watchdog: AbortController;
 }
 
-interface Known {
-  stored: Stored | null;
-  /** Monotonic time this revision was first seen. */
-  at: number;
-}
-
-export class LeaseHolder {
+export class LeaseHolder extends ElectorLoop<Held> {
   private readonly s: HolderSettings;
   private readonly writer: CasWriter;
   private readonly events = new Emitter<HolderEvents>();
   private readonly lane: Lane;
   private readonly pollMs: number;
-  private held: Held | undefined;
-  private known: Known | undefined;
-  private needsRead = true;
   /** Revision of the newest record this process knows it wrote: its own, even if its term ended. */
   private ownRevision: string | undefined;
   /** The highest term this core has held: never held again once ended. */
@@ -141,8 +133,6 @@ export class LeaseHolder {
   private campaignNotBefore = 0;
   private campaigning = true;
   private loop: Promise<void> | undefined;
-  private stopRequested = false;
-  private releaseOnStop = true;
   private ended = false;
   private readonly halt = new AbortController();
   private readonly waker: Waker;
@@ -152,6 +142,7 @@ export class LeaseHolder {
   private readonly push: PushFollower | undefined;
 
   constructor(settings: HolderSettings) {
+    super(settings.clock);
     this.s = settings;
     this.lane = settings.lane ?? openLane;
     this.pollMs = settings.pollMs ?? DEFAULT_POLL_MS;
@@ -205,7 +196,7 @@ export class LeaseHolder {
 
   /** The record last seen while not holding (`null`: none exists; `undefined`: none seen yet). */
   get observed(): Stored | null | undefined {
-    return this.known?.stored;
+    return this.seen?.stored;
   }
 
   get stopping(): boolean {
@@ -254,12 +245,7 @@ export class LeaseHolder {
 
   private async run(): Promise<void> {
     try {
-      while (!this.stopRequested) {
-        if (this.held) await this.holdStep(this.held);
-        else await this.followStep();
-      }
-      if (this.held && this.releaseOnStop) await this.release(this.held);
-      if (this.held) this.lose(this.releaseOnStop ? "released" : "stopped");
+      await this.runUntilStopped();
     } finally {
       this.ended = true;
     }
@@ -267,7 +253,7 @@ export class LeaseHolder {
 
   // ---- holding ----
 
-  private async holdStep(h: Held): Promise<void> {
+  protected async leaderStep(h: Held): Promise<void> {
     const now = this.s.clock.now();
     await this.wait((this.dirty ? Math.max(now, h.notBefore) : h.nextAt) - now);
     if (this.stopRequested || this.held !== h) return;
@@ -329,13 +315,13 @@ export class LeaseHolder {
     });
   }
 
-  private lose(reason: HolderLossReason): void {
+  protected lose(reason: HolderLossReason): void {
     const h = this.held;
     if (!h) return;
     this.held = undefined;
     h.watchdog.abort(DONE);
     // What we last wrote is what others see: our own record, a new term may go on top of it.
-    this.known = { stored: h.stored, at: h.sentAt };
+    this.seen = { stored: h.stored, at: h.sentAt };
     this.needsRead = false;
     if (reason === "expired" || reason === "conflict") {
       this.lossStreak++;
@@ -345,7 +331,7 @@ export class LeaseHolder {
   }
 
   /** `holder: null`, the term kept. Retries against our own newer revision, never blindly. */
-  private release(h: Held): Promise<void> {
+  protected release(h: Held): Promise<void> {
     return releaseAttempts({
       writer: this.writer,
       clock: this.s.clock,
@@ -375,13 +361,13 @@ export class LeaseHolder {
 
   // ---- following ----
 
-  private async followStep(): Promise<void> {
+  protected async followerStep(): Promise<void> {
     if (!this.campaigning) {
       this.push?.close();
       await this.wait(Number.POSITIVE_INFINITY);
       return;
     }
-    if (this.needsRead || !this.known) {
+    if (this.needsRead || !this.seen) {
       const done = await this.admit("poll");
       if (!done) return;
       let stored: Stored | null;
@@ -395,7 +381,7 @@ export class LeaseHolder {
       this.needsRead = false;
       this.observe(stored);
     }
-    const known = this.known;
+    const known = this.seen;
     if (!known) return;
     // A record, read or pushed, that shows one of our unknown writes means that write applied.
     const mine = this.writer.recognise(known.stored);
@@ -410,8 +396,8 @@ export class LeaseHolder {
       await this.wait(Math.min(at - now, pollIn));
       if (this.stopRequested || this.held || !this.campaigning) return;
       // Woken by the watch, or the poll came first: read again. At `at`: straight to the CAS.
-      if (this.s.clock.now() < at || this.known !== known) {
-        this.needsRead = this.known === known;
+      if (this.s.clock.now() < at || this.seen !== known) {
+        this.needsRead = this.seen === known;
         return;
       }
     }
@@ -423,7 +409,7 @@ export class LeaseHolder {
    * one this process wrote, or one stale by its own stamp; otherwise once it has expired by
    * observed time.
    */
-  private takeoverAt(known: Known): number {
+  private takeoverAt(known: Seen): number {
     const stored = known.stored;
     const r = stored?.record;
     if (!stored || !r || r.holder === null || stored.revision === this.ownRevision) return known.at;
@@ -449,7 +435,7 @@ export class LeaseHolder {
     });
   }
 
-  private async acquire(known: Known): Promise<void> {
+  private async acquire(known: Seen): Promise<void> {
     const done = await this.admit("acquire");
     if (!done) return;
     const wall = this.s.clock.wallNow();
@@ -491,7 +477,7 @@ export class LeaseHolder {
       // An ended term of ours (a late landing), a release, or a new term whose window already
       // closed: not held; a new term goes on top of it.
       this.writer.forget();
-      this.known = { stored, at: sentAt };
+      this.seen = { stored, at: sentAt };
       this.needsRead = false;
       this.events.emit("observed", { stored });
       return;
@@ -513,14 +499,7 @@ export class LeaseHolder {
     this.events.emit("established", { stored, sentAt, until: h.until });
   }
 
-  private observe(stored: Stored | null | undefined): void {
-    if (stored === undefined) {
-      this.needsRead = true;
-      return;
-    }
-    if (this.known === undefined || this.known.stored?.revision !== stored?.revision) {
-      this.known = { stored, at: this.s.clock.now() };
-    }
+  protected onObserved(stored: Stored | null): void {
     this.events.emit("observed", { stored });
   }
 
@@ -560,9 +539,9 @@ export class LeaseHolder {
   /** A record the follower's stream yielded: a release is known the moment it is written. */
   private pushed(stored: Stored | null): void {
     if (this.held || !this.campaigning) return;
-    const before = this.known;
+    const before = this.seen;
     this.observe(stored);
-    if (this.known !== before) {
+    if (this.seen !== before) {
       this.needsRead = false;
       this.wake();
     }

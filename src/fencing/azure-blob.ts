@@ -26,26 +26,24 @@ import { LeaseValidationError } from "../errors.js";
 import {
   type Changed,
   changed,
-  checkFenceKeys,
-  fencedObjectWrite,
+  fencedUpload,
   type ObjectState,
   objectFenceSchema,
-  parseFenceOptions,
+  signalField,
+  signalOptions,
   type UploadFenceOptions,
   uploadFields,
 } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 
-/** Metadata name holding the blob's fence unless you name another. */
+/** Metadata name holding the blob's fence unless you name another (`termKey`). */
 export const DEFAULT_TERM_KEY = "leasehold_term";
 /** Metadata name of the write id that recognises our own retried Put Blob. */
 export const WRITE_ID_KEY = "leasehold_write_id";
 
 /** `contentType` defaults to Azure's (application/octet-stream); `metadata` names are C# identifiers. */
 export interface FencedWriteOptions extends UploadFenceOptions {
-  /** Metadata name holding the fence. Default "leasehold_term". */
-  termKey?: string;
   /** Passed to every request. */
   abortSignal?: AbortSignal;
 }
@@ -65,12 +63,7 @@ const metadataName = z.string({ error: "expected a metadata name" }).regex(/^[A-
 const optionsSchema = objectFenceSchema({
   keyRule: metadataName,
   defaultTermKey: DEFAULT_TERM_KEY,
-  extra: {
-    ...uploadFields,
-    abortSignal: z
-      .custom<AbortSignal>((s) => s instanceof AbortSignal, { error: "expected an AbortSignal" })
-      .optional(),
-  },
+  extra: { ...uploadFields, ...signalField },
 });
 
 const utf8 = new TextEncoder();
@@ -85,26 +78,22 @@ const utf8 = new TextEncoder();
  * outcome unknown; repeating the call with the same term is allowed by the fence).
  */
 export async function fencedWrite(blob: BlockBlobClient, options: FencedWriteOptions): Promise<FencedWriteResult> {
-  const o = parseFenceOptions("fencedWrite options", optionsSchema, options);
-  const keys = { termKey: o.termKey, writeIdKey: WRITE_ID_KEY };
-  checkFenceKeys("fencedWrite options", keys, o.metadata, "metadata", metadataName);
-  if (typeof (blob as { upload?: unknown } | null)?.upload !== "function") {
-    throw new LeaseValidationError("fencedWrite", [
-      { path: "blob", message: "expected a BlockBlobClient (container.getBlockBlobClient(name))" },
-    ]);
-  }
-  // A fresh object per call: the SDK writes its defaults (conditions, retries) into the options it is given.
-  const signal = () => (o.abortSignal ? { abortSignal: o.abortSignal } : {});
-  const { version, attempts } = await fencedObjectWrite(
-    {
+  const keys = { writeIdKey: WRITE_ID_KEY, keyRule: metadataName };
+  const { version, attempts } = await fencedUpload(optionsSchema, options, keys, (o) => {
+    if (typeof (blob as { upload?: unknown } | null)?.upload !== "function") {
+      throw new LeaseValidationError("fencedWrite", [
+        { path: "blob", message: "expected a BlockBlobClient (container.getBlockBlobClient(name))" },
+      ]);
+    }
+    return {
       resource: blob.url.split("?")[0] ?? blob.name, // without a SAS token: it is a credential
       async read(withContent): Promise<ObjectState | null> {
         try {
           if (!withContent) {
-            const properties = await blob.getProperties(signal());
+            const properties = await blob.getProperties(signalOptions(o.abortSignal));
             return { version: properties.etag ?? "", metadata: properties.metadata ?? {} };
           }
-          const got: BlobDownloadResponseParsed = await blob.download(0, undefined, signal());
+          const got: BlobDownloadResponseParsed = await blob.download(0, undefined, signalOptions(o.abortSignal));
           return { version: got.etag ?? "", metadata: got.metadata ?? {}, content: await bodyBytes(got) };
         } catch (error) {
           if (statusOf(error) === 404) return null;
@@ -115,7 +104,7 @@ export async function fencedWrite(blob: BlockBlobClient, options: FencedWriteOpt
         const bytes = typeof body === "string" ? utf8.encode(body) : body;
         try {
           const out = await blob.upload(bytes, bytes.byteLength, {
-            ...signal(),
+            ...signalOptions(o.abortSignal),
             conditions: etag === null ? { ifNoneMatch: "*" } : { ifMatch: etag },
             metadata,
             ...(o.contentType === undefined ? {} : { blobHTTPHeaders: { blobContentType: o.contentType } }),
@@ -128,9 +117,8 @@ export async function fencedWrite(blob: BlockBlobClient, options: FencedWriteOpt
           throw error;
         }
       },
-    },
-    { ...o, writeIdKey: WRITE_ID_KEY },
-  );
+    };
+  });
   return { etag: version, attempts };
 }
 

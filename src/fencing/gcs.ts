@@ -22,28 +22,23 @@ import {
   type Body,
   type Changed,
   changed,
-  checkFenceKeys,
-  fencedObjectWrite,
+  fencedUpload,
   lowerCaseKey,
   type ObjectState,
   objectFenceSchema,
-  parseFenceOptions,
   type UploadFenceOptions,
   uploadFields,
 } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 
-/** Custom metadata key holding the object's fence unless you name another. */
+/** Custom metadata key holding the object's fence unless you name another (`termKey`). */
 export const DEFAULT_TERM_KEY = "leasehold-term";
 /** Custom metadata key of the write id that recognises our own retried upload. */
 export const WRITE_ID_KEY = "leasehold-write-id";
 
 /** `contentType` defaults to the SDK's guess from the object name; `metadata` is custom metadata. */
-export interface FencedWriteOptions extends UploadFenceOptions {
-  /** Custom metadata key holding the fence. Default "leasehold-term". */
-  termKey?: string;
-}
+export type FencedWriteOptions = UploadFenceOptions;
 
 export interface FencedWriteResult {
   /** The generation this write created. */
@@ -67,19 +62,16 @@ const optionsSchema = objectFenceSchema({
  * repeating the call with the same term is allowed by the fence).
  */
 export async function fencedWrite(file: File, options: FencedWriteOptions): Promise<FencedWriteResult> {
-  const o = parseFenceOptions("fencedWrite options", optionsSchema, options);
-  checkFenceKeys("fencedWrite options", { termKey: o.termKey, writeIdKey: WRITE_ID_KEY }, o.metadata, "metadata");
-  if (typeof (file as { save?: unknown } | null)?.save !== "function") {
-    throw new LeaseValidationError("fencedWrite", [{ path: "file", message: "expected a File (bucket.file(name))" }]);
-  }
-  const { version, attempts } = await fencedObjectWrite(
-    {
+  const { version, attempts } = await fencedUpload(optionsSchema, options, { writeIdKey: WRITE_ID_KEY }, (o) => {
+    if (typeof (file as { save?: unknown } | null)?.save !== "function") {
+      throw new LeaseValidationError("fencedWrite", [{ path: "file", message: "expected a File (bucket.file(name))" }]);
+    }
+    return {
       resource: `gs://${file.bucket.name}/${file.name}`,
       read: (withContent) => readObject(file, withContent),
       write: (body, metadata, generation) => upload(file, body, metadata, generation, o.contentType),
-    },
-    { ...o, writeIdKey: WRITE_ID_KEY },
-  );
+    };
+  });
   return { generation: version, attempts };
 }
 

@@ -56,6 +56,19 @@ export const uploadFields = {
   metadata: z.record(z.string(), z.string({ error: "expected a string value" })).optional(),
 };
 
+/** The schema of an `abortSignal` option, for backends that pass one to every request (S3, Azure Blob). */
+export const signalField = {
+  abortSignal: z.custom<AbortSignal>((s) => s instanceof AbortSignal, { error: "expected an AbortSignal" }).optional(),
+};
+
+/**
+ * The request options carrying `signal`: a fresh object per call, because an SDK may write its
+ * defaults (conditions, retries) into the options it is given.
+ */
+export function signalOptions(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return signal ? { abortSignal: signal } : {};
+}
+
 /** A metadata key as GCS and S3 (`x-amz-meta-…`) take it: lower case, as S3 returns keys anyway. */
 export const lowerCaseKey = z
   .string({ error: "expected a metadata key" })
@@ -169,6 +182,34 @@ export function checkFenceKeys(
     issues.push({ path: "termKey", message: "is reserved" });
   }
   if (issues.length > 0) throw new LeaseValidationError(what, issues);
+}
+
+/** What `fencedUpload` needs of the parsed options of an upload fence. */
+type ParsedUploadFence = Omit<Parameters<typeof fencedObjectWrite>[1], "writeIdKey"> & {
+  contentType?: string | undefined;
+};
+
+/**
+ * The `fencedWrite` of a backend whose options carry the upload's own fields (GCS, Azure Blob), so
+ * both check in the same order before anything is sent: the options (each bad field named), the
+ * fence's keys against your `metadata` (and, with `keyRule`, what the backend can store), then
+ * `target`, built from the parsed options, which may refuse its object. Then the loop.
+ */
+export async function fencedUpload<S extends z.ZodType<ParsedUploadFence>>(
+  schema: S,
+  options: unknown,
+  keys: { writeIdKey: string; keyRule?: z.ZodString },
+  target: (o: z.output<S>) => ObjectTarget,
+): Promise<ObjectFenceResult> {
+  const o = parseFenceOptions("fencedWrite options", schema, options);
+  checkFenceKeys(
+    "fencedWrite options",
+    { termKey: o.termKey, writeIdKey: keys.writeIdKey },
+    o.metadata,
+    "metadata",
+    keys.keyRule,
+  );
+  return fencedObjectWrite(target(o), { ...o, writeIdKey: keys.writeIdKey });
 }
 
 /**

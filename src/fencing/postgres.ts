@@ -46,17 +46,8 @@ export type SqlValue = string | number | bigint | boolean | Uint8Array | Date | 
 /** The row to write, and the term that writes it (./sql.ts); values node-postgres binds. */
 export type FencedUpdateOptions = SqlFenceOptions<SqlValue>;
 
-const sqlValue = z.custom<SqlValue>(
-  (v) =>
-    v === null ||
-    typeof v === "string" ||
-    (typeof v === "number" && Number.isFinite(v)) ||
-    typeof v === "bigint" ||
-    typeof v === "boolean" ||
-    v instanceof Uint8Array ||
-    (v instanceof Date && !Number.isNaN(v.getTime())),
-  { error: "expected a string, a finite number, a bigint, a boolean, a Uint8Array, a valid Date or null" },
-);
+/** The kinds of `SqlValue`, as the options are checked. */
+const BINDS = ["string", "number", "bigint", "boolean", "bytes", "date"] as const;
 
 function checkQueryable(db: unknown, what: string): asserts db is Queryable {
   if (typeof (db as { query?: unknown } | null)?.query !== "function") {
@@ -71,7 +62,7 @@ function checkQueryable(db: unknown, what: string): asserts db is Queryable {
  * whole number, `LeaseValidationError` for bad options (nothing is sent then).
  */
 export async function fencedUpdate(db: Queryable, options: FencedUpdateOptions): Promise<FencedUpdateOutcome> {
-  const o = parseFenceOptions(sqlValue, options);
+  const o = parseFenceOptions<SqlValue>(BINDS, options);
   checkQueryable(db, "fencedUpdate");
   const keyColumns = Object.keys(o.key);
   const setColumns = Object.keys(o.set);

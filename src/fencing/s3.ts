@@ -27,7 +27,6 @@
  */
 import { createHash } from "node:crypto";
 import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
-import { z } from "zod";
 import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import { importPeer } from "../peer.js";
 import {
@@ -41,6 +40,8 @@ import {
   type ObjectState,
   objectFenceSchema,
   parseFenceOptions,
+  signalField,
+  signalOptions,
 } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
@@ -76,11 +77,7 @@ export interface FencedPutObjectResult {
 const optionsSchema = objectFenceSchema({
   keyRule: lowerCaseKey,
   defaultTermKey: DEFAULT_TERM_KEY,
-  extra: {
-    abortSignal: z
-      .custom<AbortSignal>((s) => s instanceof AbortSignal, { error: "expected an AbortSignal" })
-      .optional(),
-  },
+  extra: signalField,
 });
 
 /**
@@ -105,8 +102,7 @@ export async function fencedPutObject(
   if (issues.length > 0) throw new LeaseValidationError("fencedPutObject", issues);
   const o = parseFenceOptions("fencedPutObject options", optionsSchema, options);
   checkFenceKeys("fencedPutObject", { termKey: o.termKey, writeIdKey: WRITE_ID_KEY }, input.Metadata, "input.Metadata");
-  // A fresh object per call: an SDK may write its defaults into the options it is given.
-  const send = () => (o.abortSignal ? { abortSignal: o.abortSignal } : {});
+  const send = () => signalOptions(o.abortSignal);
   const { Bucket, Key } = input as { Bucket: string; Key: string };
   const { version, attempts } = await fencedObjectWrite(
     {

@@ -38,8 +38,33 @@ export const identifier = z
   .max(128, { error: "expected at most 128 characters" })
   .refine((s) => !s.includes("\0"), { error: "expected no NUL character" });
 
-/** The options of a fenced update whose values `value` accepts, with their defaults. */
-export function parseFenceOptions<Value>(value: z.ZodType<Value>, options: unknown): Required<SqlFenceOptions<Value>> {
+/** Each kind of value a driver may bind: how it is recognised, and its name in errors. */
+const VALUE_KINDS = {
+  string: { is: (v: unknown) => typeof v === "string", name: "a string" },
+  number: { is: (v: unknown) => typeof v === "number" && Number.isFinite(v), name: "a finite number" },
+  bigint: { is: (v: unknown) => typeof v === "bigint", name: "a bigint" },
+  boolean: { is: (v: unknown) => typeof v === "boolean", name: "a boolean" },
+  bytes: { is: (v: unknown) => v instanceof Uint8Array, name: "a Uint8Array" },
+  date: { is: (v: unknown) => v instanceof Date && !Number.isNaN(v.getTime()), name: "a valid Date" },
+} as const;
+
+/**
+ * The schema of a value the driver binds: null or one of `kinds`. One table for both SQL fences,
+ * so each names the values it accepts the same way.
+ */
+function sqlValueSchema<Value>(kinds: ReadonlyArray<keyof typeof VALUE_KINDS>): z.ZodType<Value> {
+  const accepted = kinds.map((kind) => VALUE_KINDS[kind]);
+  return z.custom<Value>((v) => v === null || accepted.some((kind) => kind.is(v)), {
+    error: `expected ${accepted.map((kind) => kind.name).join(", ")} or null`,
+  });
+}
+
+/** The options of a fenced update whose values are null or of the driver's `kinds`, with their defaults. */
+export function parseFenceOptions<Value>(
+  kinds: ReadonlyArray<keyof typeof VALUE_KINDS>,
+  options: unknown,
+): Required<SqlFenceOptions<Value>> {
+  const value = sqlValueSchema<Value>(kinds);
   const schema = z
     .strictObject({
       table: identifier,

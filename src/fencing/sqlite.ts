@@ -18,7 +18,6 @@
  * `Database` and never loads the package itself.
  */
 import type BetterSqlite3 from "better-sqlite3";
-import { z } from "zod";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
 import { admits, FenceCorruptError, parseStoredTerm, StaleTermError } from "./fence.js";
 import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
@@ -32,15 +31,8 @@ export type SqlValue = string | number | bigint | Uint8Array | null;
 /** The row to write, and the term that writes it (./sql.ts); values better-sqlite3 binds. */
 export type FencedUpdateOptions = SqlFenceOptions<SqlValue>;
 
-const sqlValue = z.custom<SqlValue>(
-  (v) =>
-    v === null ||
-    typeof v === "string" ||
-    (typeof v === "number" && Number.isFinite(v)) ||
-    typeof v === "bigint" ||
-    v instanceof Uint8Array,
-  { error: "expected a string, a finite number, a bigint, a Uint8Array or null" },
-);
+/** The kinds of `SqlValue`, as the options are checked. */
+const BINDS = ["string", "number", "bigint", "bytes"] as const;
 
 const WRITTEN = Symbol("written");
 const ABSENT = Symbol("absent");
@@ -62,7 +54,7 @@ const cache = new WeakMap<BetterSqlite3.Database, Map<string, Statements>>();
  * a whole number, `LeaseValidationError` for bad options (nothing is sent then).
  */
 export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOptions): FencedUpdateOutcome {
-  const o = parseFenceOptions(sqlValue, options);
+  const o = parseFenceOptions<SqlValue>(BINDS, options);
   if (typeof (db as { prepare?: unknown } | null)?.prepare !== "function") {
     throw new LeaseValidationError("fencedUpdate", [{ path: "db", message: "expected a better-sqlite3 Database" }]);
   }

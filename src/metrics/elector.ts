@@ -10,7 +10,7 @@ import type { Lane } from "../elector/lane.js";
 import { isMeasuredLane, type MeasuredLane } from "../elector/load-lane.js";
 import type { Elector } from "../elector.js";
 import { renderLaneMetrics } from "./lane.js";
-import { exposition, family, type Labels } from "./prometheus.js";
+import { exposition, family, type Labels, trackSeries } from "./prometheus.js";
 
 /** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
 export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
@@ -42,8 +42,7 @@ export class ElectorMetrics {
       errors: new Map(),
       lastSuccessAt: undefined,
     };
-    this.series.add(s);
-    const offs = [
+    return trackSeries(this.series, s, () => [
       elector.on("elected", () => {
         s.transitions++;
         s.lastSuccessAt = elector.current.lastRenewalSentAt;
@@ -56,11 +55,7 @@ export class ElectorMetrics {
         if (during === "renew") s.renewFailures++;
         s.errors.set(during, (s.errors.get(during) ?? 0) + 1);
       }),
-    ];
-    return () => {
-      for (const off of offs) off();
-      this.series.delete(s);
-    };
+    ]);
   }
 
   render(): string {

@@ -39,3 +39,17 @@ export function family(name: string, type: MetricType, help: string, samples: It
 export function exposition(lines: readonly string[]): string {
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * Adds `s` to `series` and starts its listeners (`listen`); returns the function that stops them
+ * and drops `s` from what `render` shows. Every per-object metrics class (electors, sharded
+ * electors, scheduled jobs) tracks this way, so none forgets half of the undoing.
+ */
+export function trackSeries<S>(series: Set<S>, s: S, listen: () => ReadonlyArray<() => void>): () => void {
+  series.add(s);
+  const offs = listen();
+  return () => {
+    for (const off of offs) off();
+    series.delete(s);
+  };
+}

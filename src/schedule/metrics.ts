@@ -5,7 +5,7 @@
  * returns the text; serve it however the process exposes metrics.
  */
 import type { Listener } from "../elector/events.js";
-import { exposition, family, type Labels } from "../metrics/prometheus.js";
+import { exposition, family, type Labels, trackSeries } from "../metrics/prometheus.js";
 import type { ScheduleEvents } from "./fire-job.js";
 
 /** What is tracked: a `ScheduledJob`, or anything with a name, an identity and its events. */
@@ -43,8 +43,7 @@ export class ScheduleMetrics {
       errors: new Map(),
       lastFire: undefined,
     };
-    this.series.add(s);
-    const offs = [
+    return trackSeries(this.series, s, () => [
       job.on("ran", ({ fire, error }) => {
         s.ran[error === undefined ? "ok" : "error"]++;
         s.lastFire = Math.max(s.lastFire ?? 0, fire.getTime());
@@ -54,11 +53,7 @@ export class ScheduleMetrics {
       job.on("missed", ({ fires, reason }) => s.missed.set(reason, (s.missed.get(reason) ?? 0) + fires.length)),
       job.on("overran", () => s.overran++),
       job.on("error", ({ during }) => s.errors.set(during, (s.errors.get(during) ?? 0) + 1)),
-    ];
-    return () => {
-      for (const off of offs) off();
-      this.series.delete(s);
-    };
+    ]);
   }
 
   render(): string {

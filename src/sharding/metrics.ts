@@ -3,7 +3,7 @@
  * elector's events and reads its clock-checked state, so it adds no store calls. Runtime-neutral:
  * `render()` returns the text; serve it however your process exposes metrics.
  */
-import { exposition, family, type Labels } from "../metrics/prometheus.js";
+import { exposition, family, type Labels, trackSeries } from "../metrics/prometheus.js";
 import type { ShardedElector } from "./sharded-elector.js";
 
 interface Series {
@@ -35,8 +35,7 @@ export class ShardedElectorMetrics {
       fenced: 0,
       errors: new Map(),
     };
-    this.series.add(s);
-    const offs = [
+    return trackSeries(this.series, s, () => [
       elector.on("observed", ({ unowned }) => {
         s.unowned = unowned;
       }),
@@ -52,11 +51,7 @@ export class ShardedElectorMetrics {
         s.fenced++;
       }),
       elector.on("error", ({ during }) => bump(s.errors, during)),
-    ];
-    return () => {
-      for (const off of offs) off();
-      this.series.delete(s);
-    };
+    ]);
   }
 
   render(): string {

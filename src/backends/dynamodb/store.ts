@@ -65,19 +65,11 @@ import {
   LeaseCorruptError,
   LeaseStoreError,
 } from "../../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
-import {
-  type Listed,
-  PROTOCOL_FIELDS,
-  parseRecord,
-  validate,
-  validatePrefix,
-  validateRecord,
-  validateRecordName,
-} from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Stored } from "../../lease.js";
+import { type Listed, PROTOCOL_FIELDS, parseRecord, validate, validatePrefix } from "../../lease.js";
 import { orUnreadable, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
-import { parseRevision } from "../revision.js";
+import { CounterStore } from "../counter-store.js";
 import {
   DEFAULT_TTL_GRACE_SECONDS,
   type DynamoDbStoreOptions,
@@ -114,7 +106,7 @@ const THROTTLING = new Set([
 ]);
 const ABORTED = new Set(["AbortError", "TimeoutError", "RequestTimeout", "RequestTimeoutException"]);
 
-export class DynamoDbStore implements LeaseStore {
+export class DynamoDbStore extends CounterStore implements LeaseStore {
   readonly table: string;
   readonly partitionKey: string;
   readonly ttlAttribute: string | undefined;
@@ -124,7 +116,11 @@ export class DynamoDbStore implements LeaseStore {
   /** Only a client this store created is destroyed by `close()`. */
   private readonly ownsClient: boolean;
 
+  /** BatchGetItem takes at most 100 keys. */
+  protected readonly readBatchSize = BATCH_GET_KEYS;
+
   constructor(options: DynamoDbStoreOptions) {
+    super();
     const o = validate("DynamoDbStore options", dynamoDbOptionsSchema, options);
     this.ownsClient = o.client === undefined;
     this.client =
@@ -141,14 +137,11 @@ export class DynamoDbStore implements LeaseStore {
     this.scanPageSize = o.scanPageSize;
   }
 
-  async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateRecordName(name);
-    return this.read(name, options);
-  }
-
-  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
-    const record = validateRecord(next);
-    const previous = expected === null ? null : parseRevision(expected);
+  protected async write(
+    record: LeaseRecord,
+    previous: number | null,
+    options: CallOptions | undefined,
+  ): Promise<Stored> {
     const revision = String((previous ?? 0) + 1);
     const command = new PutItemCommand({
       TableName: this.table,
@@ -172,18 +165,12 @@ export class DynamoDbStore implements LeaseStore {
     }
   }
 
-  async getMany(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateRecordName(name);
-    const found = new Map<string, Stored>();
-    const unique = [...new Set(names)];
-    for (let i = 0; i < unique.length; i += BATCH_GET_KEYS) {
-      await this.batchGet(unique.slice(i, i + BATCH_GET_KEYS), found, options);
-    }
-    return names.map((name) => found.get(name) ?? null);
-  }
-
   /** One BatchGetItem of at most 100 keys, and again for its unprocessed keys, with a growing pause. */
-  private async batchGet(keys: string[], found: Map<string, Stored>, options: CallOptions | undefined): Promise<void> {
+  protected async readBatch(
+    keys: string[],
+    found: Map<string, Stored>,
+    options: CallOptions | undefined,
+  ): Promise<void> {
     let pending: Item[] = keys.map((key) => ({ [this.partitionKey]: { S: key } }));
     for (let request = 1; ; request++) {
       const out = await this.call("BatchGetItem", keys[0]!, () =>
@@ -211,10 +198,6 @@ export class DynamoDbStore implements LeaseStore {
   /** Destroys the client if this store created it. */
   async close(): Promise<void> {
     if (this.ownsClient) this.client.destroy();
-  }
-
-  checkRevision(revision: Revision): void {
-    parseRevision(revision);
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
@@ -306,7 +289,7 @@ export class DynamoDbStore implements LeaseStore {
     throw new LeaseConflictError(record.name, current, { cause: error });
   }
 
-  private async read(name: string, options: CallOptions | undefined): Promise<Stored | null> {
+  protected async read(name: string, options: CallOptions | undefined): Promise<Stored | null> {
     const out = await this.call("GetItem", name, () =>
       this.client.send(
         new GetItemCommand({

@@ -49,16 +49,14 @@ import {
   type ListOptions,
   parseRecord,
   prefixUpperBound,
-  type Revision,
   type Stored,
   validate,
   validatePrefix,
-  validateRecord,
   validateRecordName,
 } from "../../lease.js";
 import { listByPages, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
-import { parseRevision } from "../revision.js";
+import { CounterStore } from "../counter-store.js";
 import {
   DEFAULT_POOL_SIZE,
   NOTIFY_CHANNEL,
@@ -117,7 +115,7 @@ interface Column extends QueryResultRow {
   collation: string | null;
 }
 
-export class PostgresStore implements LeaseStore {
+export class PostgresStore extends CounterStore implements LeaseStore {
   /** The table, schema-qualified when a schema is given. */
   readonly table: string;
   private readonly pool: Pool;
@@ -149,7 +147,11 @@ export class PostgresStore implements LeaseStore {
    */
   readonly watch?: (name: string, signal: AbortSignal) => AsyncIterable<Stored | null>;
 
+  /** In batches of 500 names, each one `SELECT ... WHERE name = ANY($1)`, as strong as `get`. */
+  protected readonly readBatchSize = READ_BATCH;
+
   constructor(options: PostgresStoreOptions) {
+    super();
     const o = validate("PostgresStore options", postgresOptionsSchema, options);
     this.table = qualifiedTable(o);
     this.createTable = o.createTable;
@@ -195,14 +197,11 @@ export class PostgresStore implements LeaseStore {
     return { listening: this.listener?.listening ?? false, listens: this.listener?.connections ?? 0 };
   }
 
-  async get(name: string, options?: CallOptions): Promise<Stored | null> {
-    validateRecordName(name);
-    return this.read(name, options);
-  }
-
-  async put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
-    const record = validateRecord(next);
-    const previous = expected === null ? null : parseRevision(expected);
+  protected async write(
+    record: LeaseRecord,
+    previous: number | null,
+    options: CallOptions | undefined,
+  ): Promise<Stored> {
     const revision = (previous ?? 0) + 1;
     const json = JSON.stringify(record);
     const notify = this.notifies ? [NOTIFY_CHANNEL, notifyPayload(this.table, record.name, revision)] : [];
@@ -234,21 +233,13 @@ export class PostgresStore implements LeaseStore {
     throw new LeaseConflictError(record.name, current);
   }
 
-  /** In batches of 500 names, each one `SELECT ... WHERE name = ANY($1)`, as strong as `get`. */
-  async getMany(names: readonly string[], options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateRecordName(name);
-    const found = new Map<string, Stored>();
-    const unique = [...new Set(names)];
-    for (let i = 0; i < unique.length; i += READ_BATCH) {
-      const batch = unique.slice(i, i + READ_BATCH);
-      const rows = await this.query("read", batch[0]!, this.sql.selectMany, [batch], options);
-      for (const row of rows) found.set(row.name, toStored(row.name, row));
-    }
-    return names.map((name) => found.get(name) ?? null);
-  }
-
-  checkRevision(revision: Revision): void {
-    parseRevision(revision);
+  protected async readBatch(
+    batch: string[],
+    found: Map<string, Stored>,
+    options: CallOptions | undefined,
+  ): Promise<void> {
+    const rows = await this.query("read", batch[0]!, this.sql.selectMany, [batch], options);
+    for (const row of rows) found.set(row.name, toStored(row.name, row));
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
@@ -306,7 +297,7 @@ export class PostgresStore implements LeaseStore {
     }
   }
 
-  private async read(name: string, options?: CallOptions): Promise<Stored | null> {
+  protected async read(name: string, options?: CallOptions): Promise<Stored | null> {
     const rows = await this.query("read", name, this.sql.select, [name], options);
     const row = rows[0];
     return row ? toStored(name, row) : null;

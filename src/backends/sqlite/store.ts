@@ -19,19 +19,18 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import { LeaseConflictError, LeaseCorruptError, LeaseStoreError } from "../../errors.js";
-import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Revision, Stored } from "../../lease.js";
+import type { CallOptions, LeaseRecord, LeaseStore, ListOptions, Stored } from "../../lease.js";
 import {
   type Listed,
   parseRecord,
   prefixUpperBound,
   validate,
   validatePrefix,
-  validateRecord,
   validateRecordName,
 } from "../../lease.js";
 import { listByPages, storedAt } from "../../listing.js";
 import { importPeer } from "../../peer.js";
-import { parseRevision } from "../revision.js";
+import { CounterStore } from "../counter-store.js";
 import { type SqliteBaseline, type SqliteStoreOptions, sqliteOptionsSchema } from "./backend.js";
 import {
   type DatabaseSettings,
@@ -56,7 +55,7 @@ interface Writer {
   release(): Promise<void>;
 }
 
-export class SqliteStore implements LeaseStore {
+export class SqliteStore extends CounterStore implements LeaseStore {
   readonly path: string;
   private readonly db: BetterSqlite3.Database;
   private readonly statements: Statements;
@@ -67,10 +66,14 @@ export class SqliteStore implements LeaseStore {
   /** Writes commit on the reading connection (`:memory:`, the inline baseline): its data_version does not see them. */
   private readonly writesHere: boolean;
 
+  /** One `SELECT ... IN` for all names: one snapshot of the database, as strong as `get`. */
+  protected readonly readBatchSize = Number.POSITIVE_INFINITY;
+
   constructor(options: SqliteStoreOptions);
   /** @internal A baseline for the benchmark and the power-loss test's control, never for use. */
   constructor(options: SqliteStoreOptions, baseline: SqliteBaseline);
   constructor(options: SqliteStoreOptions, baseline: SqliteBaseline = {}) {
+    super();
     // Checked before anything touches the disk: a rejected option creates no folder and no file.
     const o = validate("SqliteStore options", sqliteOptionsSchema, options);
     this.path = o.path;
@@ -110,15 +113,7 @@ export class SqliteStore implements LeaseStore {
       : attachWriter(JSON.stringify(settings), settings, commitHere);
   }
 
-  async get(name: string, _options?: CallOptions): Promise<Stored | null> {
-    validateRecordName(name);
-    return this.read(name);
-  }
-
-  async put(next: LeaseRecord, expected: Revision | null, _options?: CallOptions): Promise<Stored> {
-    const record = validateRecord(next);
-    // Parsed before the write: a bad revision is the caller's error, not a database failure.
-    const previous = expected === null ? null : parseRevision(expected);
+  protected async write(record: LeaseRecord, previous: number | null, _options?: CallOptions): Promise<Stored> {
     if (!this.db.open) throw new LeaseStoreError(`SQLite ${this.path}: the store is closed`, { ambiguous: false });
     const pending = this.writer.write({ name: record.name, json: JSON.stringify(record), expected: previous });
     this.inFlight.add(pending);
@@ -141,17 +136,9 @@ export class SqliteStore implements LeaseStore {
     }
   }
 
-  /** One `SELECT ... IN` for all `names`: one snapshot of the database, as strong as `get`. */
-  async getMany(names: readonly string[], _options?: CallOptions): Promise<Array<Stored | null>> {
-    for (const name of names) validateRecordName(name);
-    if (names.length === 0) return [];
+  protected readBatch(names: string[], found: Map<string, Stored>): void {
     const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
-    const found = new Map(rows.map((row) => [row.name, toStored(row)]));
-    return names.map((name) => found.get(name) ?? null);
-  }
-
-  checkRevision(revision: Revision): void {
-    parseRevision(revision);
+    for (const row of rows) found.set(row.name, toStored(row));
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
@@ -196,7 +183,7 @@ export class SqliteStore implements LeaseStore {
     });
   }
 
-  private read(name: string): Stored | null {
+  protected read(name: string): Stored | null {
     const row = this.run(() => this.statements.select.get(name));
     return row ? toStored(row) : null;
   }
