@@ -10,6 +10,7 @@
 import type { Pool } from "pg";
 import { z } from "zod";
 import type { Backend, StoreModule } from "../backend.js";
+import { millisecondsOption } from "../fields.js";
 import * as parts from "../url.js";
 
 export interface PostgresStoreOptions {
@@ -89,19 +90,9 @@ export const postgresOptionsSchema = z
       schema: schemaName.optional(),
       createTable: z.boolean({ error: "expected true or false" }).default(true),
       poolSize: poolSize.optional(),
-      statementTimeoutMs: z
-        .number({ error: "expected milliseconds" })
-        .int({ error: "expected whole milliseconds" })
-        .min(100, { error: "expected at least 100 ms" })
-        .max(600_000, { error: "expected at most 600000 ms (10 minutes)" })
-        .optional(),
+      statementTimeoutMs: millisecondsOption(100, 600_000, "10 minutes").optional(),
       push: z.boolean({ error: "expected true or false" }).default(true),
-      watchPollMs: z
-        .number({ error: "expected milliseconds" })
-        .int({ error: "expected whole milliseconds" })
-        .min(10, { error: "expected at least 10 ms" })
-        .max(3_600_000, { error: "expected at most 3600000 ms (1 hour)" })
-        .default(1000),
+      watchPollMs: millisecondsOption(10, 3_600_000, "1 hour").default(1000),
     },
     { error: "expected an options object with connectionString or pool" },
   )

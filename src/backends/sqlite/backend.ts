@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { Backend, StoreModule } from "../backend.js";
+import { millisecondsOption } from "../fields.js";
 import * as parts from "../url.js";
 
 export interface SqliteStoreOptions {
@@ -62,12 +63,7 @@ export const sqliteOptionsSchema = z.strictObject(
       .default("leases"),
     create: z.boolean({ error: "expected true or false" }).default(true),
     synchronous: z.enum(["FULL", "EXTRA"], { error: 'expected "FULL" or "EXTRA"' }).default("FULL"),
-    watchPollMs: z
-      .number({ error: "expected milliseconds" })
-      .int({ error: "expected whole milliseconds" })
-      .min(1, { error: "expected at least 1 ms" })
-      .max(60_000, { error: "expected at most 60000 ms (a minute)" })
-      .default(25),
+    watchPollMs: millisecondsOption(1, 60_000, "a minute").default(25),
   },
   { error: "expected an object with path" },
 );
