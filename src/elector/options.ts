@@ -77,6 +77,24 @@ export function callbackOnlyIssues(options: unknown, runner: string, cls: string
   return issues;
 }
 
+/**
+ * A class's options parsed against `schema`: callback-only options refused first (with where they
+ * go), then the fields, each failure a `LeaseValidationError` about `what`.
+ */
+export function parseClassOptions<T extends z.ZodType>(
+  options: unknown,
+  schema: T,
+  what: string,
+  runner: string,
+  cls: string,
+): z.output<T> {
+  const misplaced = callbackOnlyIssues(options, runner, cls);
+  if (misplaced.length > 0) throw new LeaseValidationError(what, misplaced);
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) throw new LeaseValidationError(what, zodIssues(parsed.error));
+  return parsed.data;
+}
+
 /** A store with the methods named (`get` and `put`, plus `list` for a sharded group). */
 export const storeField = (methods: readonly string[], error: string) =>
   z.custom<object>(
@@ -185,11 +203,7 @@ export interface ResolvedElectorOptions extends ResolvedTiming {
 }
 
 export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
-  const misplaced = callbackOnlyIssues(options, "runAsLeader", "Elector");
-  if (misplaced.length > 0) throw new LeaseValidationError("elector options", misplaced);
-  const parsed = fieldsSchema.safeParse(options);
-  if (!parsed.success) throw new LeaseValidationError("elector options", zodIssues(parsed.error));
-  const o = parsed.data;
+  const o = parseClassOptions(options, fieldsSchema, "elector options", "runAsLeader", "Elector");
   const issues: FieldIssue[] = [];
   const timing = resolveTiming(o, issues, "the leader");
   if (issues.length > 0) throw new LeaseValidationError("elector options", issues);

@@ -5,8 +5,8 @@
  */
 import { z } from "zod";
 import {
-  callbackOnlyIssues,
   ms,
+  parseClassOptions,
   type ResolvedTiming,
   resolveTiming,
   storeField,
@@ -14,7 +14,6 @@ import {
   validateCallbackArguments,
 } from "../elector/options.js";
 import { type FieldIssue, isLeaseValidationError, LeaseValidationError } from "../errors.js";
-import { zodIssues } from "../lease.js";
 import { validateBucketCount } from "./bucket-of.js";
 import { memberName, validateGroup, validateMemberId } from "./layout.js";
 
@@ -50,11 +49,7 @@ export interface ResolvedShardedOptions extends ResolvedTiming {
 }
 
 export function resolveShardedOptions(options: unknown): ResolvedShardedOptions {
-  const misplaced = callbackOnlyIssues(options, "runSharded", "ShardedElector");
-  if (misplaced.length > 0) throw new LeaseValidationError("sharded elector options", misplaced);
-  const parsed = fieldsSchema.safeParse(options);
-  if (!parsed.success) throw new LeaseValidationError("sharded elector options", zodIssues(parsed.error));
-  const o = parsed.data;
+  const o = parseClassOptions(options, fieldsSchema, "sharded elector options", "runSharded", "ShardedElector");
   const issues: FieldIssue[] = [];
   const check = <T>(fn: () => T): T | undefined => {
     try {

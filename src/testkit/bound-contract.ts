@@ -101,6 +101,22 @@ class Harness {
     return p;
   }
 
+  /** A process with `count` leases, started, once the clock let it act (alone: it leads them all). */
+  async started(id: string, count: number): Promise<Proc> {
+    const p = this.process(id, count);
+    this.start(p);
+    await this.clock.advance(0);
+    return p;
+  }
+
+  /** Process a with `count` leases, started and leading them all, then process b started to follow them. */
+  async leaderThenFollower(count: number): Promise<{ a: Proc; b: Proc }> {
+    const a = await this.started("a", count);
+    const b = this.process("b", count);
+    this.start(b);
+    return { a, b };
+  }
+
   start(p: Proc): void {
     for (const l of p.leases) l.elector.start();
   }
@@ -161,9 +177,7 @@ export function describeBoundContract(
     it(
       "a session with many leases: each elected once at term 1, then one write per renewal and no read",
       withHarness(async (h) => {
-        const a = h.process("a", 20);
-        h.start(a);
-        await h.clock.advance(0);
+        const a = await h.started("a", 20);
         expect(a.leases.map((l) => l.elected)).toEqual(a.leases.map(() => [{ at: 0, term: 1 }]));
         const r = await h.record(h.lease(3));
         expect(r).toMatchObject({ holder: "a", term: 1 });
@@ -196,11 +210,7 @@ export function describeBoundContract(
     it(
       "a crashed process: its session is fenced once expired by observed time, then every lease is taken at term 2",
       withHarness(async (h) => {
-        const a = h.process("a", 5);
-        h.start(a);
-        await h.clock.advance(0);
-        const b = h.process("b", 5);
-        h.start(b);
+        const { a, b } = await h.leaderThenFollower(5);
         await h.clock.advance(RENEW * 2 + ms(10));
         const lastSent = a.leases[0]!.elector.current.lastRenewalSentAt!;
         a.faults.hang = true; // the process is gone: no further writes land
@@ -223,11 +233,7 @@ export function describeBoundContract(
     it(
       "a late renewal of the fenced session conflicts: the old holder never leads again under its lost term",
       withHarness(async (h) => {
-        const a = h.process("a", 3);
-        h.start(a);
-        await h.clock.advance(0);
-        const b = h.process("b", 3);
-        h.start(b);
+        const { a, b } = await h.leaderThenFollower(3);
         await h.clock.advance(RENEW + ms(10));
         // a's next writes reach the store only after two leases: its renewals are in flight while
         // b fences its session and takes its leases.
@@ -254,9 +260,7 @@ export function describeBoundContract(
     it(
       "a session that ends and is established again leads its leases only after a new compare-and-swap (term + 1)",
       withHarness(async (h) => {
-        const a = h.process("a", 3);
-        h.start(a);
-        await h.clock.advance(0);
+        const a = await h.started("a", 3);
         // Renewals fail (certainly not applied) until the session has expired.
         a.faults.failNextPut(...Array.from({ length: LEASE / RETRY }, () => "fail-before" as const));
         await h.clock.advance(LEASE * 3);
@@ -290,11 +294,7 @@ export function describeBoundContract(
         ? "a graceful stop hands the lease to the registered successor: one write, term + 1, the successor writes nothing"
         : `a graceful stop releases, and the follower takes the lease within one retry (${options.refusesCandidacy})`,
       withHarness(async (h) => {
-        const a = h.process("a", 2);
-        h.start(a);
-        await h.clock.advance(0);
-        const b = h.process("b", 2);
-        h.start(b);
+        const { a, b } = await h.leaderThenFollower(2);
         await h.clock.advance(RENEW * 2);
         if (options.refusesCandidacy === undefined) {
           expect((await h.record(h.lease(0)))?.successor).toEqual({
@@ -324,11 +324,7 @@ export function describeBoundContract(
     it(
       "a successor whose session has ended is never handed the lease: a plain release instead",
       withHarness(async (h) => {
-        const a = h.process("a", 1);
-        h.start(a);
-        await h.clock.advance(0);
-        const b = h.process("b", 1);
-        h.start(b);
+        const { a, b } = await h.leaderThenFollower(1);
         await h.clock.advance(RENEW * 2);
         b.faults.hang = true; // b's session runs out (a registered successor that died)
         await h.clock.advance(LEASE * 2);
@@ -342,9 +338,7 @@ export function describeBoundContract(
     it(
       "stop without release, then a new elector for the lease in the same session: term + 1, never the old term",
       withHarness(async (h) => {
-        const a = h.process("a", 1);
-        h.start(a);
-        await h.clock.advance(0);
+        const a = await h.started("a", 1);
         await a.leases[0]!.elector.stop({ release: false });
         const again = a.session.elector({ name: h.lease(0) });
         const terms: number[] = [];

@@ -59,11 +59,17 @@ class Harness {
     return c;
   }
 
+  /** A candidate started, once the clock let it act (alone: elected at time 0). */
+  async started(id: string): Promise<Candidate> {
+    const c = this.candidate(id);
+    c.elector.start();
+    await this.clock.advance(0);
+    return c;
+  }
+
   /** "a" elected at time 0, then "b" started as its follower. */
   async leaderAndFollower(): Promise<[Candidate, Candidate]> {
-    const a = this.candidate("a");
-    a.elector.start();
-    await this.clock.advance(0);
+    const a = await this.started("a");
     const b = this.candidate("b");
     b.elector.start();
     return [a, b];
@@ -144,9 +150,7 @@ export function describeElectorContract(
     it(
       "a single candidate is elected at term 1; each renewal is one write and no read",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         expect(a.elected).toEqual([{ at: 0, term: 1 }]);
         expect((await h.stored())?.record).toMatchObject({ holder: "a", term: 1, leaseMs: LEASE });
         h.tracked.resetCounts();
@@ -279,9 +283,7 @@ export function describeElectorContract(
     it(
       "an ambiguous renewal that did apply keeps the lease (resolved by writeId)",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         a.faults.failNextPut("fail-after");
         await h.clock.advance(RENEW * 5);
         expect(a.deposed).toEqual([]);
@@ -307,9 +309,7 @@ export function describeElectorContract(
     it(
       "an ambiguous renewal that did not apply is retried and keeps the lease",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         const before = (await h.stored())!.revision;
         a.faults.failNextPut("ambiguous-before", "fail-before");
         await h.clock.advance(RENEW + RETRY * 2);
@@ -326,9 +326,7 @@ export function describeElectorContract(
         ? "a conflicting write by another holder deposes the leader at its next renewal"
         : `a write by another holder over the live lease is refused, certainly not applied, and the leader stays (${options.refusesTakeoverWhileHeld})`,
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         const current = (await h.stored())!;
         const takeover = h.tracked.inner.put(
           makeRecord(h.name, { holder: "mallory", term: 2, leaseMs: LEASE, renewedAt: h.clock.wallNow() }),
@@ -383,9 +381,7 @@ export function describeElectorContract(
           makeRecord(h.name, { holder: "ghost", term: 7, renewedAt: wall - LEASE - ms(5000), leaseMs: LEASE }),
           null,
         );
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         if (options.stampsRenewedAt !== undefined) {
           await h.clock.advance(LEASE - 1);
           expect(a.elected).toEqual([]);
@@ -409,9 +405,7 @@ export function describeElectorContract(
     it(
       "stop() releases only after an in-flight renewal has finished, on top of it",
       withHarness(async (h) => {
-        const a = h.candidate("a");
-        a.elector.start();
-        await h.clock.advance(0);
+        const a = await h.started("a");
         a.faults.delayMs = ms(50);
         await h.clock.advance(RENEW + ms(10)); // a renewal is now in flight for 40 more (base) ms
         const stopped = a.elector.stop();

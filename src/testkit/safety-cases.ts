@@ -103,6 +103,15 @@ function expectCurrent(what: string, error: LeaseConflictError, expected: Stored
   );
 }
 
+/**
+ * `write` must be refused as a conflict carrying `current` (when the store carries it), and the
+ * store must still hold `current`: a refused write changes nothing.
+ */
+async function expectRefused(c: SafetyContext, what: string, write: Promise<Stored>, current: Stored): Promise<void> {
+  expectCurrent(what, await conflictOf(what, write), current, c);
+  await expectStored(`after ${what}`, c, current.record.name, current);
+}
+
 async function expectStored(what: string, c: SafetyContext, name: string, expected: Stored | null): Promise<void> {
   const now = await c.store.get(name);
   check(same(now, expected, c), `${what}: the store holds ${show(now)}, expected ${show(expected)}`);
@@ -176,9 +185,7 @@ export const SAFETY_CASES: readonly SafetyCase[] = [
     async run(c) {
       const name = c.name("create");
       const first = await c.store.put(makeRecord(name), null);
-      const error = await conflictOf("a second create", c.store.put(makeRecord(name, { holder: "bob" }), null));
-      expectCurrent("a second create", error, first, c);
-      await expectStored("after a refused create", c, name, first);
+      await expectRefused(c, "a second create", c.store.put(makeRecord(name, { holder: "bob" }), null), first);
     },
   },
   {
@@ -197,12 +204,8 @@ export const SAFETY_CASES: readonly SafetyCase[] = [
       const name = c.name("stale");
       const first = await c.store.put(makeRecord(name), null);
       const second = await c.store.put(makeRecord(name, { renewedAt: 1 }), first.revision);
-      const error = await conflictOf(
-        "a write on a stale revision",
-        c.store.put(makeRecord(name, { holder: "mallory" }), first.revision),
-      );
-      expectCurrent("a write on a stale revision", error, second, c);
-      await expectStored("after a stale write", c, name, second);
+      const stale = c.store.put(makeRecord(name, { holder: "mallory" }), first.revision);
+      await expectRefused(c, "a write on a stale revision", stale, second);
     },
   },
   {
@@ -214,12 +217,8 @@ export const SAFETY_CASES: readonly SafetyCase[] = [
       // Content-derived revisions (S3 ETags are MD5s of the body) would bring A's revision back.
       const again = await c.store.put({ ...a.record, writeId: newWriteId() }, b.revision);
       check(again.revision !== a.revision, `A' got A's revision ${a.revision} back`);
-      const error = await conflictOf(
-        "a write on A's revision after A -> B -> A'",
-        c.store.put(makeRecord(name, { holder: "mallory", term: 2 }), a.revision),
-      );
-      expectCurrent("a write on A's revision", error, again, c);
-      await expectStored("after the ABA write", c, name, again);
+      const onA = c.store.put(makeRecord(name, { holder: "mallory", term: 2 }), a.revision);
+      await expectRefused(c, "a write on A's revision after A -> B -> A'", onA, again);
     },
   },
   {
@@ -228,18 +227,12 @@ export const SAFETY_CASES: readonly SafetyCase[] = [
       const name = c.name("resent");
       const create = makeRecord(name);
       const first = await c.store.put(create, null);
-      expectCurrent(
-        "a create sent again",
-        await conflictOf("a create sent again", c.store.put(create, null)),
-        first,
-        c,
-      );
+      await expectRefused(c, "a create sent again", c.store.put(create, null), first);
       const applied = await casWrite(c.store, create, null);
       check(applied.kind === "applied", `the write path counted a create sent again as ${applied.kind}`);
       const renewal = makeRecord(name, { renewedAt: first.record.renewedAt + 1000 });
       const second = await c.store.put(renewal, first.revision);
-      const again = await conflictOf("a renewal sent again", c.store.put(renewal, first.revision));
-      expectCurrent("a renewal sent again", again, second, c);
+      await expectRefused(c, "a renewal sent again", c.store.put(renewal, first.revision), second);
       const lost = await casWrite(c.store, makeRecord(name, { holder: "bob", term: 2 }), first.revision);
       check(lost.kind === "lost", `someone else's write on a replaced revision came back ${lost.kind}, expected lost`);
       await expectStored("after the re-sent writes", c, name, second);
