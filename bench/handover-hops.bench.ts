@@ -29,6 +29,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { HttpStore } from "../src/backends/http/store.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { BoundElector } from "../src/bound/bound-elector.js";
 import { openSession } from "../src/bound/session.js";
 import { Elector } from "../src/elector.js";
@@ -43,7 +44,7 @@ const LEASE_MS = 15_000;
 const RUNS = QUICK ? 8 : 40;
 const ns = () => process.hrtime.bigint();
 
-type StorePath = "api" | "memory";
+type StorePath = "api" | "memory" | "sqlite";
 
 interface Variant {
   label: string;
@@ -56,6 +57,8 @@ const VARIANTS: Variant[] = [
   { label: "Elector (pollMs default), in-process MemoryStore", kind: "elector", store: "memory" },
   { label: "bound lease, direct hand-over, HTTP API → SQLite", kind: "bound", store: "api" },
   { label: "bound lease, direct hand-over, in-process MemoryStore", kind: "bound", store: "memory" },
+  { label: "Elector (pollMs default), SQLite directly (push by data_version)", kind: "elector", store: "sqlite" },
+  { label: "bound lease, direct hand-over, SQLite directly (push by data_version)", kind: "bound", store: "sqlite" },
 ];
 
 /** One candidate: its stamped store, its elector and how it is closed after the handover. */
@@ -123,12 +126,22 @@ export async function run(): Promise<Table[]> {
     for (const v of VARIANTS) {
       const hops = new Map<Hop, number[]>(HOPS.map((h) => [h, []]));
       const memory = new MemoryStore();
+      // SQLite directly: each candidate its own store (its own connections) on one file, as two
+      // processes on a host would have; it hears the other's writes by its watch.
+      const sqlite: SqliteStore[] = [];
+      const openSqlite = () => {
+        const store = new SqliteStore({ path: dir.path("direct.db") });
+        sqlite.push(store);
+        return store;
+      };
       for (let i = 0; i < RUNS; i++) {
-        const base = () => (v.store === "api" ? new HttpStore({ baseUrl: server.url }) : memory);
+        const base = () =>
+          v.store === "api" ? new HttpStore({ baseUrl: server.url }) : v.store === "sqlite" ? openSqlite() : memory;
         const sample = await oneHandover(v, base, server, `hops/${i}-${Date.now().toString(36)}`);
         if (typeof sample === "string") anomalies.push(sample);
         else for (const [hop, value] of sample) if (value !== undefined) hops.get(hop)?.push(value);
       }
+      for (const store of sqlite.splice(0)) await store.close();
       // Hops a variant does not have are left out rather than printed empty.
       for (const hop of HOPS) {
         const values = hops.get(hop) ?? [];
@@ -148,7 +161,9 @@ export async function run(): Promise<Table[]> {
         `1-1.5 s before each. HTTP API: serve() on SQLite (group commit) in its own process, leader and ` +
         `follower Electors on their own HttpStore in the bench process; stamps on CLOCK_MONOTONIC in both processes ` +
         `(client store wrappers; the server's store wrapper, matched by writeId). In-process MemoryStore: one store ` +
-        `in the bench process (no network, no disk), each candidate its own stamping wrapper; bound lease: each ` +
+        `in the bench process (no network, no disk), each candidate its own stamping wrapper; SQLite directly: each ` +
+        `candidate its own SqliteStore on one file (its own connections, fsync per write), told of the other's ` +
+        `writes by the store's watch (PRAGMA data_version every 25 ms); bound lease: each ` +
         `candidate its own session (openSession), the follower registered as successor, the leader's stop() hands ` +
         `over in one write (over the API: the server's hops stamped as for the Elector). etcd: its own process, two etcd3 ` +
         `clients here, resign() → the waiting campaign's elected event, stamped on the client side. ms. ` +
@@ -237,7 +252,7 @@ async function oneHandover(
       ["release sent → elected (total)", d(r.at, elected)],
       ["stop() called → elected", d(stopCalled, elected)],
     ]);
-    if (v.store === "memory") {
+    if (v.store !== "api") {
       // No server between: the writes' own acknowledgements and the push, from the send.
       hops.set("release sent → acknowledged (no server)", d(r.at, r.acked));
       hops.set("release sent → event received (push, no server)", d(r.at, event?.at));
