@@ -8,12 +8,13 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { watchCommand } from "../src/cli/watch.js";
 import { newWriteId } from "../src/lease.js";
 import { startApi, TOKENS } from "./support/api-server.js";
 import { repo } from "./support/cli-processes.js";
+import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";
 
 const root = mkdtempSync(join(tmpdir(), "leasehold-cli-edges-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -153,8 +154,17 @@ describe("a server that requires a token", () => {
 });
 
 it("watch on a polling store keeps no listener per poll (no MaxListenersExceededWarning over 40 polls)", async () => {
-  const path = join(root, "watch-leak.db");
-  new SqliteStore({ path }).close();
+  // DynamoDB has no push: the command polls it (SQLite pushes, and would never poll).
+  const client = dynamoClient(testEndpoint());
+  const table = await createLeaseTable(client);
+  client.destroy();
+  const url = `dynamodb://${table}?region=us-east-1&endpoint=${encodeURIComponent(testEndpoint())}`;
+  // The SDK reads its credentials from the process's environment: dynalite takes any.
+  vi.stubEnv("AWS_ACCESS_KEY_ID", "leasehold-test");
+  vi.stubEnv("AWS_SECRET_ACCESS_KEY", "leasehold-test");
+  onTestFinished(() => {
+    vi.unstubAllEnvs();
+  });
   const warnings: Error[] = [];
   const onWarning = (warning: Error) => warnings.push(warning);
   process.on("warning", onWarning);
@@ -170,7 +180,7 @@ it("watch on a polling store keeps no listener per poll (no MaxListenersExceeded
   });
   const stop = new AbortController();
   const watching = watchCommand(
-    { store: `sqlite:${path}`, name: "jobs/leak", json: true, pollMs: 5, onPoll: () => polls++, signal: stop.signal },
+    { store: url, name: "jobs/leak", json: true, pollMs: 5, onPoll: () => polls++, signal: stop.signal },
     { env: {}, out: (l) => lines.push(l), say: (l) => lines.push(l) },
   );
   await stopAfter;

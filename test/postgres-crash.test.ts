@@ -45,14 +45,26 @@ describe("postgres: SIGKILL of the server under load", () => {
       let running = true;
       let ambiguous = 0;
       const acknowledgedBefore = writers.reduce((n, w) => n + w.acknowledged, 0);
+      const firstReadFailures: unknown[] = [];
+      // Writes acknowledged in this round: the terms carry over from the last, so the count that says
+      // the writers are under way must too (counting terms, round 2 could kill before it wrote).
+      const thisRound = new Map<Writer, number>(writers.map((w) => [w, 0]));
       const load = writers.map(async (w) => {
-        let current: Stored | null = await store.get(w.name);
+        // A first read that fails ends this writer (and the wait below says so), never unhandled.
+        let current: Stored | null;
+        try {
+          current = await store.get(w.name);
+        } catch (error) {
+          firstReadFailures.push(error);
+          return;
+        }
         while (running) {
           const term = (current?.record.term ?? 0) + 1;
           w.tried = Math.max(w.tried, term);
           try {
             current = await store.put(makeRecord(w.name, { holder: `h${term % 2}`, term }), current?.revision ?? null);
             w.acknowledged = Math.max(w.acknowledged, term);
+            thisRound.set(w, thisRound.get(w)! + 1);
           } catch (error) {
             if (isAmbiguous(error)) ambiguous++;
             return; // the server is gone: this writer stops
@@ -60,7 +72,12 @@ describe("postgres: SIGKILL of the server under load", () => {
         }
       });
       // Under load: wait until every writer had writes acknowledged, then kill the server mid-flight.
-      await expect.poll(() => writers.every((w) => w.acknowledged >= (round + 1) * 5), { timeout: 20_000 }).toBe(true);
+      // A failed first read shows as the value polled, with its error.
+      const progress = () =>
+        firstReadFailures.length > 0
+          ? `round ${round}: first reads failed: ${firstReadFailures.map(String).join("; ")}`
+          : writers.every((w) => thisRound.get(w)! >= 5);
+      await expect.poll(progress, { timeout: 20_000 }).toBe(true);
       await server.kill9();
       await Promise.all(load);
       running = false;
