@@ -192,7 +192,12 @@ async function oneHandover(
       const elector = new Elector({ store, name, identity, leaseMs: LEASE_MS });
       return { store, elector, close: () => elector.stop({ release: true }) };
     }
-    const session = openSession({ store, identity, name: `_sessions/${identity}-${name}`, leaseMs: LEASE_MS });
+    const session = openSession({
+      store,
+      identity,
+      name: `_sessions/${identity}-${name.replaceAll("/", "-")}`,
+      leaseMs: LEASE_MS,
+    });
     const elector = session.elector({ name });
     return { store, elector, close: () => session.close() };
   };
