@@ -4,11 +4,11 @@
  * session and takes every lease at term 2, and a, continued, acts under no lost term. Checked from
  * both processes' own output on one clock (CLOCK_MONOTONIC), as test/fencing-processes.test.ts does.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
+import { type JsonLinesProcess, killAfterEach, startJsonLines } from "./support/json-lines-process.js";
 
 const LEASES = 40;
 const LEASE_MS = 1000;
@@ -26,47 +26,12 @@ interface Line {
   acted?: Array<[number, number]>;
 }
 
-interface Proc {
-  child: ChildProcess;
-  lines: Line[];
-  /** Resolves once `count` lines satisfy `test`. */
-  until(test: (line: Line) => boolean, count?: number): Promise<void>;
-  exited: Promise<number | null>;
-}
+type Proc = JsonLinesProcess<Line>;
 
-const running = new Set<ChildProcess>();
-afterEach(() => {
-  for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  running.clear();
-});
+killAfterEach();
 
 function start(identity: string, db: string): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", script, db, identity, String(LEASES), String(LEASE_MS)], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  running.add(child);
-  const lines: Line[] = [];
-  const waiters: Array<() => void> = [];
-  let buffered = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      lines.push(JSON.parse(buffered.slice(0, end)) as Line);
-      buffered = buffered.slice(end + 1);
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const until = (test: (line: Line) => boolean, count = 1) =>
-    new Promise<void>((resolve, reject) => {
-      const check = () => {
-        if (lines.filter(test).length >= count) return resolve();
-        waiters.push(check);
-      };
-      check();
-      void exited.then((code) => reject(new Error(`${identity} exited (${code}) while waiting`)));
-    });
-  return { child, lines, until, exited };
+  return startJsonLines<Line>(identity, script, [db, identity, String(LEASES), String(LEASE_MS)]);
 }
 
 const mono = (line: Line) => BigInt(line.mono);

@@ -6,15 +6,16 @@
  * handed to it at the handed term, because the store told it (test/support/sqlite-handover-worker.ts;
  * both processes' own output, on CLOCK_MONOTONIC).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { Stored } from "../src/lease.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
+import { killAfterEach, startJsonLines } from "./support/json-lines-process.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-sqlite-push-"));
 const db = join(dir, "leases.db");
@@ -123,40 +124,10 @@ interface Line {
   holder?: string | null;
 }
 
-const running = new Set<ChildProcess>();
-afterEach(() => {
-  for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  running.clear();
-});
+killAfterEach();
 
 function start(identity: string, mode: "plain" | "bound", lease: string) {
-  const child = spawn(process.execPath, ["--import", "tsx", worker, db, identity, mode, lease], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  running.add(child);
-  const lines: Line[] = [];
-  const waiters: Array<() => void> = [];
-  let buffered = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      lines.push(JSON.parse(buffered.slice(0, end)) as Line);
-      buffered = buffered.slice(end + 1);
-    }
-    for (const w of waiters.splice(0)) w();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const until = (test: (line: Line) => boolean) =>
-    new Promise<Line>((resolve, reject) => {
-      const check = () => {
-        const found = lines.find(test);
-        if (found) return resolve(found);
-        waiters.push(check);
-      };
-      check();
-      void exited.then((code) => reject(new Error(`${identity} exited (${code}) while waiting`)));
-    });
-  return { child, lines, until, exited };
+  return startJsonLines<Line>(identity, worker, [db, identity, mode, lease]);
 }
 
 const ms = (from: Line, to: Line) => Number(BigInt(to.mono) - BigInt(from.mono)) / 1e6;
