@@ -13,6 +13,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
+import { CommitWatch } from "../src/backends/sqlite/watch.js";
 import type { Stored } from "../src/lease.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { killAfterEach, startJsonLines } from "./support/json-lines-process.js";
@@ -104,6 +105,41 @@ describe("sqlite push: the watch", () => {
     raw.close();
     await expect.poll(() => c.revisions()).toEqual([null, "5"]);
     await c.stop();
+  });
+
+  it("leaves the thread at least nine tenths: a tick whose reads took d ms waits 9d before the next", async () => {
+    // A source whose counter moves at every look and whose batch read takes 20 ms of the thread.
+    let version = 0;
+    let reads = 0;
+    const busy = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {}
+    };
+    const commits = new CommitWatch(
+      {
+        dataVersion: () => version++,
+        read: () => null,
+        readMany: (names) => {
+          reads++;
+          busy(20);
+          return names.map(() => null);
+        },
+      },
+      1,
+    );
+    const stop = new AbortController();
+    const watching = (async () => {
+      for await (const _ of commits.watch("jobs/busy", stop.signal));
+    })();
+    const started = performance.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    const elapsed = performance.now() - started;
+    stop.abort();
+    await watching;
+    // Each re-read (20 ms) is followed by at least 180 ms of rest: at most one per 200 ms, where a
+    // 1 ms watchPollMs alone would allow about 45 in this second.
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(1 + Math.ceil(elapsed / 200));
   });
 
   it("refuses a watchPollMs that cannot be right", () => {
