@@ -137,8 +137,7 @@ export class SqliteStore extends CounterStore implements LeaseStore {
   }
 
   protected readBatch(names: string[], found: Map<string, Stored>): void {
-    const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
-    for (const row of rows) found.set(row.name, toStored(row));
+    for (const row of this.selectMany(names)) found.set(row.name, toStored(row));
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<Listed> {
@@ -170,8 +169,7 @@ export class SqliteStore extends CounterStore implements LeaseStore {
 
   /** The watch's read: one snapshot of `names`, `undefined` where a row cannot be read. */
   private readRows(names: readonly string[]): Array<Stored | null | undefined> {
-    const rows = this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
-    const found = new Map(rows.map((row) => [row.name, row]));
+    const found = new Map(this.selectMany(names).map((row) => [row.name, row]));
     return names.map((name) => {
       const row = found.get(name);
       if (!row) return null;
@@ -181,6 +179,11 @@ export class SqliteStore extends CounterStore implements LeaseStore {
         return undefined;
       }
     });
+  }
+
+  /** The rows of `names` that exist, in one `SELECT ... IN`: one snapshot of the database. */
+  private selectMany(names: readonly string[]): Row[] {
+    return this.run(() => this.statements.selectMany.all(JSON.stringify(names)));
   }
 
   protected read(name: string): Stored | null {

@@ -6,7 +6,7 @@
  * connection changes whenever *another* connection commits (this process's writer thread, or any
  * other process). Reading it costs no disk read in WAL mode (it comes from the shared-memory index),
  * so one store ticks it every `watchPollMs` while any lease is watched, and only when it moved reads
- * the watched leases (one `SELECT ... IN` per batch) and hands on those whose revision changed.
+ * the watched leases (the store's one `SELECT ... IN`) and hands on those whose revision changed.
  * Writes made on the reading connection itself (`:memory:`, the inline baseline) do not move its
  * counter: the store pokes the watch after each of its own writes instead.
  *
@@ -18,8 +18,6 @@
  */
 import type { Stored } from "../../lease.js";
 
-/** Leases read in one statement when the counter moved. */
-const BATCH = 500;
 /** The next tick waits at least this many times what the last tick's reads took. */
 const SHARE = 9;
 
@@ -56,10 +54,11 @@ export class CommitWatch {
 
   /** Yields `name`'s record now and each time its revision changes, until `signal` aborts. */
   async *watch(name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
-    const queue: Array<Stored | null> = [];
+    // Only the newest record matters to a follower: one slot, which a later record replaces.
+    let latest: { stored: Stored | null } | undefined;
     let wake: (() => void) | undefined;
     const listener: Listener = (stored) => {
-      queue.push(stored);
+      latest = { stored };
       wake?.();
     };
     const onAbort = () => wake?.();
@@ -67,18 +66,18 @@ export class CommitWatch {
     const entry = this.watched.get(name) ?? { listeners: new Set<Listener>(), revision: undefined };
     this.watched.set(name, entry);
     entry.listeners.add(listener);
-    this.start();
     try {
+      this.start();
       // The first record is read for this watcher alone: another may have been handed it already.
       // The first watcher's read is what the ticks compare with, so it is not handed on again.
       const first = this.source.read(name);
       if (entry.revision === undefined) entry.revision = first?.revision ?? null;
       yield first;
       while (!signal.aborted) {
-        const next = queue.shift();
-        if (next !== undefined) {
-          // Only the newest matters to a follower: skip what a later record replaced.
-          if (queue.length === 0) yield next;
+        if (latest !== undefined) {
+          const { stored } = latest;
+          latest = undefined;
+          yield stored;
           continue;
         }
         await new Promise<void>((resolve) => {
@@ -138,18 +137,15 @@ export class CommitWatch {
 
   private deliver(): void {
     const names = [...this.watched.keys()];
-    for (let i = 0; i < names.length; i += BATCH) {
-      const batch = names.slice(i, i + BATCH);
-      const records = this.source.readMany(batch);
-      batch.forEach((name, j) => {
-        const entry = this.watched.get(name);
-        const stored = records[j];
-        if (!entry || stored === undefined) return;
-        const revision = stored?.revision ?? null;
-        if (entry.revision === revision) return;
-        entry.revision = revision;
-        for (const listener of entry.listeners) listener(stored);
-      });
-    }
+    const records = this.source.readMany(names);
+    names.forEach((name, i) => {
+      const entry = this.watched.get(name);
+      const stored = records[i];
+      if (!entry || stored === undefined) return;
+      const revision = stored?.revision ?? null;
+      if (entry.revision === revision) return;
+      entry.revision = revision;
+      for (const listener of entry.listeners) listener(stored);
+    });
   }
 }
