@@ -58,7 +58,7 @@ export const timingFields = {
  * Options that belong to `runAsLeader`/`runSharded`, not to the class they create: given to the
  * class they would be ignored, so they are refused with where they go instead.
  */
-export function callbackOnlyIssues(options: unknown, runner: string, cls: string): FieldIssue[] {
+function callbackOnlyIssues(options: unknown, runner: string, cls: string): FieldIssue[] {
   if (typeof options !== "object" || options === null) return [];
   const o = options as Record<string, unknown>;
   const issues: FieldIssue[] = [];

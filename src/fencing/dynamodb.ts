@@ -34,6 +34,7 @@ import { type FieldIssue, LeaseValidationError } from "../errors.js";
 import { zodIssues } from "../lease.js";
 import { importPeer } from "../peer.js";
 import { admits, FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
+import { signalOptions } from "./object-fence.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 
@@ -113,7 +114,7 @@ export async function fencedPutItem(
   });
   const resource = `DynamoDB table "${input.TableName}"`;
   try {
-    return await client.send(command, sendOptions(options));
+    return await client.send(command, signalOptions(options.abortSignal));
   } catch (error) {
     throw refusal(error, { resource, term, attribute, ownCondition: input.ConditionExpression !== undefined });
   }
@@ -145,7 +146,7 @@ export async function fencedUpdateItem(
   });
   const resource = `DynamoDB table "${input.TableName}" item ${describeKey(input.Key)}`;
   try {
-    return await client.send(command, sendOptions(options));
+    return await client.send(command, signalOptions(options.abortSignal));
   } catch (error) {
     throw refusal(error, { resource, term, attribute, ownCondition: input.ConditionExpression !== undefined });
   }
@@ -261,8 +262,4 @@ function refusal(
 function describeKey(key: Record<string, AttributeValue> | undefined): string {
   const parts = Object.entries(key ?? {}).map(([k, v]) => `${k}=${v.S ?? v.N ?? "(binary)"}`);
   return `{${parts.join(", ")}}`;
-}
-
-function sendOptions(options: DynamoDbFenceOptions): { abortSignal?: AbortSignal } {
-  return options.abortSignal ? { abortSignal: options.abortSignal } : {};
 }

@@ -30,7 +30,7 @@ import { z } from "zod";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
 import { validate } from "../lease.js";
 import { admits, FenceCorruptError, parseStoredTerm, StaleTermError, termSchema } from "./fence.js";
-import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
+import { type FencedUpdateOutcome, fenceOptionsParser, quote, rowResource, type SqlFenceOptions } from "./sql.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 export type { FencedUpdateOutcome } from "./sql.js";
@@ -48,6 +48,7 @@ export type FencedUpdateOptions = SqlFenceOptions<SqlValue>;
 
 /** The kinds of `SqlValue`, as the options are checked. */
 const BINDS = ["string", "number", "bigint", "boolean", "bytes", "date"] as const;
+const parseOptions = fenceOptionsParser<SqlValue>(BINDS);
 
 function checkQueryable(db: unknown, what: string): asserts db is Queryable {
   if (typeof (db as { query?: unknown } | null)?.query !== "function") {
@@ -62,7 +63,7 @@ function checkQueryable(db: unknown, what: string): asserts db is Queryable {
  * whole number, `LeaseValidationError` for bad options (nothing is sent then).
  */
 export async function fencedUpdate(db: Queryable, options: FencedUpdateOptions): Promise<FencedUpdateOutcome> {
-  const o = parseFenceOptions<SqlValue>(BINDS, options);
+  const o = parseOptions(options);
   checkQueryable(db, "fencedUpdate");
   const keyColumns = Object.keys(o.key);
   const setColumns = Object.keys(o.set);

@@ -59,11 +59,14 @@ function sqlValueSchema<Value>(kinds: ReadonlyArray<keyof typeof VALUE_KINDS>): 
   });
 }
 
-/** The options of a fenced update whose values are null or of the driver's `kinds`, with their defaults. */
-export function parseFenceOptions<Value>(
+/**
+ * The parser of a fenced update's options whose values are null or of the driver's `kinds`, with
+ * their defaults: built once per driver, so a fenced update (on SQLite, a synchronous path) does not
+ * build its schema again on every call.
+ */
+export function fenceOptionsParser<Value>(
   kinds: ReadonlyArray<keyof typeof VALUE_KINDS>,
-  options: unknown,
-): Required<SqlFenceOptions<Value>> {
+): (options: unknown) => Required<SqlFenceOptions<Value>> {
   const value = sqlValueSchema<Value>(kinds);
   const schema = z
     .strictObject({
@@ -88,9 +91,11 @@ export function parseFenceOptions<Value>(
         ctx.addIssue({ code: "custom", path: ["termColumn"], message: "the fence column must not be in key or set" });
       }
     });
-  const result = schema.safeParse(options);
-  if (!result.success) throw new LeaseValidationError("fencedUpdate options", zodIssues(result.error));
-  return result.data as Required<SqlFenceOptions<Value>>;
+  return (options) => {
+    const result = schema.safeParse(options);
+    if (!result.success) throw new LeaseValidationError("fencedUpdate options", zodIssues(result.error));
+    return result.data as Required<SqlFenceOptions<Value>>;
+  };
 }
 
 /** An SQL identifier, quoted: any name is safe, none is interpreted as SQL. */

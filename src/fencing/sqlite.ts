@@ -20,7 +20,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { LeaseholdError, LeaseValidationError } from "../errors.js";
 import { admits, FenceCorruptError, parseStoredTerm, StaleTermError } from "./fence.js";
-import { type FencedUpdateOutcome, parseFenceOptions, quote, rowResource, type SqlFenceOptions } from "./sql.js";
+import { type FencedUpdateOutcome, fenceOptionsParser, quote, rowResource, type SqlFenceOptions } from "./sql.js";
 
 export { FenceCorruptError, StaleTermError } from "./fence.js";
 export type { FencedUpdateOutcome } from "./sql.js";
@@ -33,6 +33,7 @@ export type FencedUpdateOptions = SqlFenceOptions<SqlValue>;
 
 /** The kinds of `SqlValue`, as the options are checked. */
 const BINDS = ["string", "number", "bigint", "bytes"] as const;
+const parseOptions = fenceOptionsParser<SqlValue>(BINDS);
 
 const WRITTEN = Symbol("written");
 const ABSENT = Symbol("absent");
@@ -54,7 +55,7 @@ const cache = new WeakMap<BetterSqlite3.Database, Map<string, Statements>>();
  * a whole number, `LeaseValidationError` for bad options (nothing is sent then).
  */
 export function fencedUpdate(db: BetterSqlite3.Database, options: FencedUpdateOptions): FencedUpdateOutcome {
-  const o = parseFenceOptions<SqlValue>(BINDS, options);
+  const o = parseOptions(options);
   if (typeof (db as { prepare?: unknown } | null)?.prepare !== "function") {
     throw new LeaseValidationError("fencedUpdate", [{ path: "db", message: "expected a better-sqlite3 Database" }]);
   }
