@@ -1,7 +1,7 @@
 /**
  * A process session (docs/design.md §4 "Bound leases"): one record, renewed by one conditional
  * write per renewal whatever the number of leases bound to it, as etcd's session keeps many keys
- * alive with one keep-alive. It is the sharded member session (src/sharding/session.ts) on a
+ * alive with one keep-alive. It is the session core (src/elector/session-core.ts) on a
  * record of its own: valid until `sentAt + leaseMs - safetyMs` on the monotonic clock, a
  * watchdog, ambiguous writes resolved by `writeId`, re-established at term + 1, never revived.
  *
@@ -33,7 +33,7 @@ import {
   sessionNameSchema,
   zodIssues,
 } from "../lease.js";
-import { MemberSession, type SessionLossReason } from "../sharding/session.js";
+import { SessionCore, type SessionLossReason } from "../elector/session-core.js";
 import { BoundElector, type SessionChange, type SessionPort } from "./bound-elector.js";
 import { SessionObserver } from "./observer.js";
 import type { SessionRef } from "./refs.js";
@@ -132,7 +132,7 @@ export class LeaseSession implements SessionPort {
   /** What admits its followers' polls and acquisitions (an Elector's `lane`). */
   readonly lane: Lane;
   readonly observer: SessionObserver;
-  private readonly member: MemberSession;
+  private readonly member: SessionCore;
   private readonly electors = new Map<string, BoundElector>();
   private readonly claims = new Map<string, number>();
   private readonly listeners = new Set<(change: SessionChange) => void>();
@@ -172,7 +172,7 @@ export class LeaseSession implements SessionPort {
       pollMs: this.timing.retryMs,
       identity,
     });
-    this.member = new MemberSession({
+    this.member = new SessionCore({
       store: this.store,
       name,
       identity,
@@ -187,7 +187,7 @@ export class LeaseSession implements SessionPort {
   }
 
   /** Subscribes to the session's own events (established, renewed, lost, error). */
-  readonly on: MemberSession["on"] = (type, listener) => this.member.on(type, listener);
+  readonly on: SessionCore["on"] = (type, listener) => this.member.on(type, listener);
 
   /** The session term while it is valid at this instant (the monotonic clock), else `undefined`. */
   validTerm(): number | undefined {

@@ -28,7 +28,7 @@ import {
   legacyGroupRefusal,
 } from "./layout.js";
 import { fenceRecord, freeBucketRecord, releaseRecord, stampRecord, transferRecord } from "./next-records.js";
-import type { MemberSession } from "./session.js";
+import type { SessionCore } from "../elector/session-core.js";
 import type { ShardedElectorEvents } from "./sharded-types.js";
 import type { Tenures } from "./tenures.js";
 
@@ -50,7 +50,7 @@ export interface GroupRecordSettings {
   leaseMs: number;
   callTimeoutMs: number;
   clock: Clock;
-  session: MemberSession;
+  session: SessionCore;
   events: Emitter<ShardedElectorEvents>;
   /** A bucket given away is written only once its last tenure's work is quiet. */
   tenures: Tenures;

@@ -40,7 +40,7 @@ import { MemberObservations } from "./membership.js";
 import { claimRecord } from "./next-records.js";
 import { resolveShardedOptions } from "./options.js";
 import { type ClaimKind, liveView, type Plan, planShards } from "./plan.js";
-import { MemberSession } from "./session.js";
+import { SessionCore } from "../elector/session-core.js";
 import type {
   AssignedKind,
   ShardedElectorEvents,
@@ -71,7 +71,7 @@ export class ShardedElector {
   private readonly o: ReturnType<typeof resolveShardedOptions>;
   private readonly clock: Clock;
   private readonly random: () => number;
-  private readonly session: MemberSession;
+  private readonly session: SessionCore;
   private readonly observations = new MemberObservations();
   private readonly events = new Emitter<ShardedElectorEvents>();
   private readonly tenures: Tenures;
@@ -99,7 +99,7 @@ export class ShardedElector {
     this.group = this.o.group;
     this.identity = this.o.identity;
     this.leaseMs = this.o.leaseMs;
-    this.session = new MemberSession({
+    this.session = new SessionCore({
       store,
       name: this.o.memberName,
       identity: this.o.identity,

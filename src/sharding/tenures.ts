@@ -11,7 +11,7 @@ import type { Clock } from "../clock.js";
 import type { Emitter } from "../elector/events.js";
 import { BucketLostError, type RevokeReason } from "../errors.js";
 import type { BucketInfo } from "./layout.js";
-import type { MemberSession } from "./session.js";
+import type { SessionCore } from "../elector/session-core.js";
 import type { AssignedKind, ShardedElectorEvents } from "./sharded-types.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
@@ -28,7 +28,7 @@ interface Tenure {
 export interface TenureSettings {
   clock: Clock;
   graceMs: number;
-  session: MemberSession;
+  session: SessionCore;
   events: Emitter<ShardedElectorEvents>;
   /** After a tenure ended: the elector plans again. */
   onEnded: () => void;

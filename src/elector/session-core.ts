@@ -1,17 +1,18 @@
 /**
- * A member's session (docs/sharding.md, "Sessions"): the member record `<group>/_members/<id>`,
- * the one record a member writes in steady state, whatever the number of buckets. Every bucket the
- * member holds is valid exactly as long as this session is, as etcd and ZooKeeper sessions carry
- * their keys.
+ * The session core: one record whose terms carry other records, the primitive both process
+ * sessions (src/bound/session.ts, `<scope>/_sessions/<id>`) and sharded members
+ * (`<group>/_members/<id>`, docs/sharding.md "Sessions") stand on. Every lease or bucket held under
+ * a session term is valid exactly as long as that term is, as etcd and ZooKeeper sessions carry
+ * their keys; one write renews them all.
  *
- * The session is a term of the member record held by the lease-holder core (src/elector/holder.ts),
- * the same core `Elector` runs on; this module only names its events for the sharded elector:
+ * A session is a term of its record held by the lease-holder core (./holder.ts), the same core a
+ * self-renewing `Elector` runs on; this module only names its events:
  * - a session is valid until `sentAt + leaseMs - safetyMs` (monotonic clock), checked when asked
  *   (`validTerm()`), with a watchdog behind it;
- * - a renewal is one conditional write and no read, carrying the member's metadata (its hand-off
- *   requests), so asking for buckets costs a write only when the request changes;
- * - a conflict on renewal means another member fenced this session after it expired by their
- *   observed time ("fenced"): the session is over, and so is every bucket held under it;
+ * - a renewal is one conditional write and no read, carrying the record's metadata (a member's
+ *   hand-off requests), so changing it costs a write only when it changes;
+ * - a conflict on renewal means another process fenced this session after it expired by their
+ *   observed time ("fenced"): the session is over, and so is everything held under it;
  * - a new session is always term + 1 by compare-and-swap, at once on a record this process wrote
  *   or a released one (after the back-off that follows a lost session), otherwise once the record
  *   has expired by observed time; a session term, once ended, is never held again;
@@ -19,10 +20,9 @@
  *
  * Runtime-neutral.
  */
-import type { Listener } from "../elector/events.js";
-import { Emitter } from "../elector/events.js";
-import { type HolderLossReason, type HolderSettings, LeaseHolder } from "../elector/holder.js";
-import type { LeaseRecord } from "../lease.js";
+import type { LeaseRecord, Stored } from "../lease.js";
+import { Emitter, type Listener } from "./events.js";
+import { type HolderLossReason, type HolderSettings, LeaseHolder } from "./holder.js";
 
 /**
  * The member record's name (`name`), the member id it names (`identity`), and the timing, clock and
@@ -38,6 +38,8 @@ export interface SessionEvents {
   renewed: { term: number };
   lost: { term: number; reason: SessionLossReason };
   error: { error: unknown; during: "read" | "establish" | "renew" | "release" };
+  /** The record as seen while no session is held (read, pushed, or the answer to a lost write). */
+  observed: { stored: Stored | null };
 }
 
 const LOSS: Record<HolderLossReason, SessionLossReason> = {
@@ -47,7 +49,7 @@ const LOSS: Record<HolderLossReason, SessionLossReason> = {
   stopped: "stopped",
 };
 
-export class MemberSession {
+export class SessionCore {
   private readonly core: LeaseHolder;
   private readonly events = new Emitter<SessionEvents>();
 
@@ -56,6 +58,7 @@ export class MemberSession {
     this.core.on("established", ({ stored }) => this.events.emit("established", { term: stored.record.term }));
     this.core.on("renewed", ({ term }) => this.events.emit("renewed", { term }));
     this.core.on("lost", ({ term, reason }) => this.events.emit("lost", { term, reason: LOSS[reason] }));
+    this.core.on("observed", ({ stored }) => this.events.emit("observed", { stored }));
     this.core.on("error", ({ error, during }) =>
       this.events.emit("error", { error, during: during === "acquire" ? "establish" : during }),
     );
