@@ -20,6 +20,7 @@ import { DEFAULT_POLL_MS } from "../elector/holder.js";
 import type { Lane } from "../elector/lane.js";
 import { defaultLane } from "../elector/load-lane.js";
 import { followerFields, type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
+import { SessionCore, type SessionLossReason } from "../elector/session-core.js";
 import type { ElectorOptions } from "../elector.js";
 import { type FieldIssue, LeaseValidationError, type LossReason } from "../errors.js";
 import {
@@ -33,7 +34,6 @@ import {
   sessionNameSchema,
   zodIssues,
 } from "../lease.js";
-import { SessionCore, type SessionLossReason } from "../elector/session-core.js";
 import { BoundElector, type SessionChange, type SessionPort } from "./bound-elector.js";
 import { SessionObserver } from "./observer.js";
 import type { SessionRef } from "./refs.js";

@@ -13,6 +13,7 @@
 import type { Clock } from "../clock.js";
 import { CasWriter, type WriteOutcome } from "../elector/cas.js";
 import type { Emitter } from "../elector/events.js";
+import type { SessionCore } from "../elector/session-core.js";
 import { LeaseCorruptError, LeaseStoreError } from "../errors.js";
 import type { LeaseRecord, LeaseStore, Stored } from "../lease.js";
 import { readable } from "../listing.js";
@@ -28,7 +29,6 @@ import {
   legacyGroupRefusal,
 } from "./layout.js";
 import { fenceRecord, freeBucketRecord, releaseRecord, stampRecord, transferRecord } from "./next-records.js";
-import type { SessionCore } from "../elector/session-core.js";
 import type { ShardedElectorEvents } from "./sharded-types.js";
 import type { Tenures } from "./tenures.js";
 

@@ -24,6 +24,7 @@
  */
 import { type Clock, systemClock } from "../clock.js";
 import { Emitter, type Listener } from "../elector/events.js";
+import { SessionCore } from "../elector/session-core.js";
 import type { RevokeReason } from "../errors.js";
 import { GroupRecords } from "./group-records.js";
 import {
@@ -40,7 +41,6 @@ import { MemberObservations } from "./membership.js";
 import { claimRecord } from "./next-records.js";
 import { resolveShardedOptions } from "./options.js";
 import { type ClaimKind, liveView, type Plan, planShards } from "./plan.js";
-import { SessionCore } from "../elector/session-core.js";
 import type {
   AssignedKind,
   ShardedElectorEvents,

@@ -4,10 +4,10 @@
  * as before.
  */
 import type { Clock } from "../clock.js";
+import type { SessionLossReason } from "../elector/session-core.js";
 import type { RevokeReason } from "../errors.js";
 import type { LeaseRecord, LeaseStore } from "../lease.js";
 import type { ClaimKind } from "./plan.js";
-import type { SessionLossReason } from "../elector/session-core.js";
 
 export interface ShardedElectorOptions {
   /** Where the group lives; it must be able to list by prefix. */

@@ -9,9 +9,9 @@
  */
 import type { Clock } from "../clock.js";
 import type { Emitter } from "../elector/events.js";
+import type { SessionCore } from "../elector/session-core.js";
 import { BucketLostError, type RevokeReason } from "../errors.js";
 import type { BucketInfo } from "./layout.js";
-import type { SessionCore } from "../elector/session-core.js";
 import type { AssignedKind, ShardedElectorEvents } from "./sharded-types.js";
 
 /** The reason for aborting internal timers: a plain value, so no DOMException (and stack) is built each time. */
