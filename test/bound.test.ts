@@ -119,7 +119,15 @@ describe("bound leases: one mode per lease name", () => {
     await clock.advance(0);
     await clock.advance(0);
     expect(bound.current.isLeader).toBe(true);
-    const plain = new Elector({ store: tracked, name: "jobs/mixed", identity: "p", leaseMs: 1000, jitter: 0, clock });
+    const plain = new Elector({
+      store: tracked,
+      name: "jobs/mixed",
+      identity: "p",
+      leaseMs: 1000,
+      jitter: 0,
+      clock,
+      session: false,
+    });
     const errors: string[] = [];
     plain.on("error", ({ error }) => errors.push((error as Error).message));
     const elected: number[] = [];

@@ -25,7 +25,10 @@ describe("elector options", () => {
       retry: 2_000,
       safety: 1_500,
     });
-    expect(e.identity).toMatch(/^candidate-[0-9a-f]{8}$/);
+    // Bound to the process session by default: the process's identity, shared by its Electors.
+    expect(e.session).toBe(true);
+    expect(e.identity).toMatch(/^process-[0-9a-f]{8}$/);
+    expect(new Elector({ store, name: "jobs/main", session: false }).identity).toMatch(/^candidate-[0-9a-f]{8}$/);
   });
 
   it("renewMs must leave room before the safe window closes", () => {
@@ -81,11 +84,11 @@ describe("elector options", () => {
     expect(seen).toBeInstanceOf(Elector);
   });
 
-  it("a waiting follower reads about once a second whatever the lease length (pollMs), not every retryMs", async () => {
+  it("a waiting follower of a renewing Elector reads about once a second whatever the lease length (pollMs), not every retryMs", async () => {
     for (const leaseMs of [2000, 10_000]) {
       const clock = new ManualClock();
       const tracked = new TrackedStore(new StoreWrapper(new MemoryStore(), { without: ["watch"] }));
-      const timing = { store: tracked, name: "jobs/poll", leaseMs, jitter: 0, clock };
+      const timing = { store: tracked, name: "jobs/poll", leaseMs, jitter: 0, clock, session: false };
       const leader = new Elector({ ...timing, identity: "a" });
       leader.start();
       await clock.advance(0);

@@ -57,10 +57,12 @@ describeStoreContract("http", {
 });
 // No sharded contract here: the API writes a group's records only through its group routes (a
 // remote member heartbeats: test/sharding/api.test.ts), never through the raw lease routes.
-describeElectorContract("http", create, {
+const httpContract = {
   stampsRenewedAt: stamps,
   refusesTakeoverWhileHeld: "the API gives a lease to another holder only once its own clock says it expired",
-});
+};
+describeElectorContract("http", create, httpContract);
+describeElectorContract("http", create, { ...httpContract, session: false });
 
 describe("http store: push", () => {
   beforeAll(() => {
@@ -165,10 +167,10 @@ describe("http store: follower cost with a live watch", () => {
   it("a follower whose watch stream is live does not poll every retry period", async () => {
     const name = uniqueName("quiet");
     const http = new HttpStore({ baseUrl: api.url, token: TOKENS.admin });
-    let gets = 0;
+    const gets: string[] = [];
     const counting = {
       get: (n: string, o?: { signal?: AbortSignal }) => {
-        gets++;
+        gets.push(n);
         return http.get(n, o);
       },
       put: http.put.bind(http),
@@ -179,11 +181,17 @@ describe("http store: follower cost with a live watch", () => {
     const elected = new Promise((resolve) => leader.on("elected", resolve));
     leader.start();
     await elected;
+    const leaderSession = (await http.get(name))?.record.session?.name;
+    expect(leaderSession).toBeDefined();
     const follower = new Elector({ ...common, store: counting, identity: "follower" });
     follower.start();
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    // Polling every 100 ms would be ~15 reads; with the stream live only the reads before it connects happen.
-    expect(gets).toBeLessThanOrEqual(5);
+    // Polling every 100 ms would be ~15 reads of each; with the stream live only the reads before
+    // it connects happen, and the leader's session is looked at once per pollMs (1 s).
+    expect(gets.filter((n) => n === name).length).toBeLessThanOrEqual(3);
+    expect(gets.filter((n) => n === leaderSession).length).toBeLessThanOrEqual(3);
+    // The rest set up the follower's own session once: a free slot found, then established.
+    expect(gets.length).toBeLessThanOrEqual(10);
     expect(follower.current).toMatchObject({ isLeader: false, holder: "leader" });
     await follower.stop();
     await leader.stop();

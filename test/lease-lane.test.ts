@@ -31,7 +31,7 @@ class GateLane implements Lane {
   }
 }
 
-it("polls and acquisitions wait for the lane; renewals and the release never ask it", async () => {
+it("a renewing Elector's polls and acquisitions wait for the lane; renewals and the release never ask it", async () => {
   const clock = new ManualClock();
   const tracked = new TrackedStore(new StoreWrapper(new MemoryStore(), { without: ["watch"] }));
   const lane = new GateLane();
@@ -44,6 +44,7 @@ it("polls and acquisitions wait for the lane; renewals and the release never ask
     jitter: 0,
     clock,
     lane,
+    session: false,
   };
   const a = new Elector({ ...timing, identity: "a" });
   a.start();

@@ -11,6 +11,7 @@ describeStoreContract("memory", {
   cannotHoldUnreadable: "it keeps in memory only records it validated, and nothing else can write there",
 });
 describeElectorContract("memory", create);
+describeElectorContract("memory", create, { session: false });
 describeShardedContract("memory", create);
 
 // A third-party store may lack list (a plain key-value service): the contract still holds every

@@ -38,4 +38,5 @@ const polled = async () => {
   return { store: new StoreWrapper(store, { without: ["watch"] }), dispose };
 };
 describeElectorContract("sqlite", polled);
+describeElectorContract("sqlite", polled, { session: false });
 describeShardedContract("sqlite", polled);

@@ -39,7 +39,7 @@ import type { ResolvedTiming } from "../elector/options.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "../elector/push-follower.js";
 import { releaseAttempts } from "../elector/release-attempts.js";
 import { ElectorLoop } from "../elector/run-loop.js";
-import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector.js";
+import type { ElectorEvents, ElectorPhase, ElectorState } from "../elector/types.js";
 import { isLeaseStillHeldError, LeadershipLostError, type LossReason } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import type { SessionObserver } from "./observer.js";
@@ -70,6 +70,8 @@ export interface SessionPort {
   /** The highest term of lease `name` this process wrote for itself or led: never taken as a hand-over. */
   claimed(name: string): number;
   claim(name: string, term: number): void;
+  /** Takes back the claim of `term` (a write of it certainly not applied), restoring `before`. */
+  unclaim(name: string, term: number, before: number): void;
   detach(elector: object): void;
 }
 
@@ -524,10 +526,17 @@ export class BoundElector extends ElectorLoop<Held> {
     const done = await this.admit("acquire");
     if (!done) return;
     // Claimed before it is sent: our own record is never mistaken for a hand-over to us.
+    const before = this.session.claimed(this.name);
     this.session.claim(this.name, next.term);
     const outcome = await this.writer.write(next, current?.revision ?? null).finally(done);
     if (outcome.kind === "applied") return this.fromOwnWrite(outcome.stored);
-    if (outcome.kind === "lost") return this.lostWrite(outcome.current);
+    if (outcome.kind === "lost") {
+      // Certainly not applied (a lost compare-and-swap): no record of that term is ours, so the
+      // claim goes back. The record that beat it may be a hand-over to us at that very term (the
+      // releaser's write landed between our read and our write), which is then led as handed.
+      this.session.unclaim(this.name, next.term, before);
+      return this.lostWrite(outcome.current);
+    }
     this.events.emit("error", { error: outcome.error, during: "acquire" });
     this.needsRead = true;
     await this.wait(this.retryDelay());

@@ -55,7 +55,7 @@ export class SessionObserver {
       clock: Clock;
       maxSkewMs: number;
       callTimeoutMs: number;
-      /** How often a live session is looked at again (the session's retryMs). */
+      /** How often a live session is looked at again (the larger of pollMs and retryMs). */
       pollMs: number;
       /** Who fences: written into the fenced record as `fenced`, for status. */
       identity: string;

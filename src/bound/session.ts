@@ -21,7 +21,7 @@ import type { Lane } from "../elector/lane.js";
 import { defaultLane } from "../elector/load-lane.js";
 import { followerFields, type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
 import { SessionCore, type SessionLossReason } from "../elector/session-core.js";
-import type { ElectorOptions } from "../elector.js";
+import type { CandidateOptions } from "../elector/types.js";
 import { type FieldIssue, LeaseValidationError, type LossReason } from "../errors.js";
 import {
   holderSchema,
@@ -44,7 +44,7 @@ import type { SessionRef } from "./refs.js";
  */
 export interface SessionOptions
   extends Pick<
-    ElectorOptions,
+    CandidateOptions,
     | "store"
     | "identity"
     | "leaseMs"
@@ -169,7 +169,9 @@ export class LeaseSession implements SessionPort {
       clock: this.clock,
       maxSkewMs: this.timing.maxSkewMs,
       callTimeoutMs: this.timing.callTimeoutMs,
-      pollMs: this.timing.retryMs,
+      // A live session is looked at no more often than a lease is polled (the lock clients' pace,
+      // `pollMs`) nor than a failed call is retried: its expiry is noticed that late at most.
+      pollMs: Math.max(this.pollMs, this.timing.retryMs),
       identity,
     });
     this.member = new SessionCore({
@@ -260,6 +262,11 @@ export class LeaseSession implements SessionPort {
   /** @internal */
   claim(name: string, term: number): void {
     if (term > this.claimed(name)) this.claims.set(name, term);
+  }
+
+  /** @internal */
+  unclaim(name: string, term: number, before: number): void {
+    if (this.claimed(name) === term) this.claims.set(name, before);
   }
 
   /** @internal */

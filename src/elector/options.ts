@@ -128,6 +128,9 @@ const fieldsSchema = z.strictObject(
     graceMs: ms("the stop grace period").optional(),
     ...followerFields,
     metadata: metadataSchema.default({}),
+    session: z
+      .boolean({ error: "expected true (bound to the process session) or false (renews its own record)" })
+      .default(true),
   },
   { error: "expected an options object with store and name" },
 );
@@ -200,6 +203,8 @@ export interface ResolvedElectorOptions extends ResolvedTiming {
   pollMs: number;
   identity: string | undefined;
   metadata: Record<string, string>;
+  /** Bound to the process session (src/bound/process-elector.ts), or renewing its own record. */
+  session: boolean;
 }
 
 export function resolveElectorOptions(options: unknown): ResolvedElectorOptions {
@@ -213,6 +218,7 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
     ...timing,
     pollMs: o.pollMs ?? DEFAULT_POLL_MS,
     metadata: o.metadata,
+    session: o.session,
   };
 }
 

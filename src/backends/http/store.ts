@@ -106,7 +106,13 @@ export class HttpStore implements LeaseStore {
         throw new LeaseTermRuleError(name, error.problem.rule, error.problem.detail);
       }
       const kind = isLeaseholdApiError(error) ? error.problem?.type.split(":").at(-1) : undefined;
-      if (isLeaseholdApiError(error) && (kind === "conflict" || kind === "holder-in-use")) {
+      // Refused by the API's holding rules, certainly not applied: a lease still held, or a
+      // protocol field this process may not write (a successor registration from the holder's own
+      // process, a binding to a session it does not hold).
+      if (
+        isLeaseholdApiError(error) &&
+        (kind === "conflict" || kind === "holder-in-use" || kind === "protocol-field")
+      ) {
         // The server's own moment (freeInMs, to the millisecond) when it sent one, else Retry-After.
         const retryAfterMs =
           error.problem?.freeInMs ?? (error.retryAfter === undefined ? undefined : error.retryAfter * 1000);
