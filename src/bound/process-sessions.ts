@@ -12,7 +12,7 @@
  * - **Copies**: one session carries one lease name once. A second candidate of the same lease in
  *   the same process (tests, a blue-green pair) gets a session of its own, and, when its identity
  *   is this process's default one, its own identity (`process-x-2`), so their records tell them
- *   apart.
+ *   apart. So does a second store object (`process-x-s2`): the API counts each client a process.
  * - **Taken**: if the slot is found held by another live holder (two processes opened it at
  *   once, or it was fenced and claimed while this process was paused), this process's session
  *   there is given up and its Electors move to a new slot. They lead nothing meanwhile: a lease
@@ -110,11 +110,15 @@ function idOf(o: object): number {
   return id;
 }
 
-/** Per store: the groups by key, and the slot records this process's sessions use. */
+/** Per store: the groups by key, the slot records this process's sessions use, and the store's ordinal. */
 interface StoreSessions {
   groups: Map<string, SessionGroup>;
   slots: Set<string>;
+  /** 0 for the first store this process's Electors used, 1 for the next, ...: part of a default identity. */
+  ordinal: number;
 }
+
+let stores = 0;
 
 const byStore = new WeakMap<LeaseStore, StoreSessions>();
 
@@ -122,7 +126,7 @@ const byStore = new WeakMap<LeaseStore, StoreSessions>();
 export function joinProcessSession(key: SessionKey, user: SessionUser): Membership {
   let sessions = byStore.get(key.store);
   if (!sessions) {
-    sessions = { groups: new Map(), slots: new Set() };
+    sessions = { groups: new Map(), slots: new Set(), ordinal: stores++ };
     byStore.set(key.store, sessions);
   }
   const scope = scopeOf(user.leaseName);
@@ -139,13 +143,22 @@ export function joinProcessSession(key: SessionKey, user: SessionUser): Membersh
     const k = `${base}#${copy}`;
     let group = sessions.groups.get(k);
     if (!group) {
-      const identity =
-        key.identity ?? (copy === 0 ? defaultProcessIdentity() : `${defaultProcessIdentity()}-${copy + 1}`);
+      const identity = key.identity ?? defaultIdentity(sessions.ordinal, copy);
       group = new SessionGroup(key, sessions, scope, identity, () => sessions.groups.delete(k));
       sessions.groups.set(k, group);
     }
     if (group.reserve(user)) return new Membership(group, group.identity, user);
   }
+}
+
+/**
+ * The process's identity, told apart for a second store object (`-s2`: a program, or a test, that
+ * runs candidates through two clients, which the HTTP API sees as two processes) and for a second
+ * candidate of one lease (`-2`).
+ */
+function defaultIdentity(ordinal: number, copy: number): string {
+  const store = ordinal === 0 ? "" : `-s${ordinal + 1}`;
+  return `${defaultProcessIdentity()}${store}${copy === 0 ? "" : `-${copy + 1}`}`;
 }
 
 /** One shared session: its Electors (at most one per lease name), and the session while open. */
@@ -240,9 +253,18 @@ class SessionGroup {
     for (let n = 0; n < MAX_SLOTS; n++) {
       const name = `${this.scope}_sessions/slot-${n}`;
       if (this.sessions.slots.has(name)) continue;
-      const stored = await new CasWriter({ store, name, clock, callTimeoutMs: timing.callTimeoutMs }).read();
-      const r = stored?.record;
-      if (!r || freeByStamps(r, clock.wallNow(), timing.maxSkewMs)) return name;
+      // Held for this group while it is read: another session of this process (another timing,
+      // the same identity) must not open it too.
+      this.sessions.slots.add(name);
+      let free = false;
+      try {
+        const stored = await new CasWriter({ store, name, clock, callTimeoutMs: timing.callTimeoutMs }).read();
+        const r = stored?.record;
+        free = !r || freeByStamps(r, clock.wallNow(), timing.maxSkewMs);
+      } finally {
+        if (!free) this.sessions.slots.delete(name);
+      }
+      if (free) return name;
     }
     const error = new Error(
       `no free session slot in "${this.scope}_sessions/" among ${MAX_SLOTS}: that many processes share this scope and timing; give some Electors session: false, or another scope`,
@@ -253,7 +275,6 @@ class SessionGroup {
 
   private open(slot: string): void {
     const { timing } = this.key;
-    this.sessions.slots.add(slot);
     const session = new LeaseSession({
       store: this.key.store,
       name: slot,

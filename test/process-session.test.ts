@@ -1,0 +1,186 @@
+/**
+ * The default Elector's process session (src/bound/process-sessions.ts, docs/design.md §4 "The
+ * process session"), on the manual clock: one session record per process, scope and timing, in a
+ * slot a restarted process reuses; a second candidate of one lease on a session of its own; a slot
+ * found taken given up for another. A "process" here is a store object of its own over one shared
+ * store, as the registry keys sessions by store.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/backends/memory/store.js";
+import { SqliteStore } from "../src/backends/sqlite/store.js";
+import { ManualClock } from "../src/clock.js";
+import { Elector, type ElectorOptions } from "../src/elector.js";
+import type { LeaseStore } from "../src/lease.js";
+import { StoreWrapper } from "../src/testkit/store-wrapper.js";
+import { TrackedStore } from "../src/testkit/tracked-store.js";
+
+const TIMING = { leaseMs: 1000, renewMs: 300, retryMs: 100, pollMs: 250, safetyMs: 100, jitter: 0 };
+
+interface World {
+  clock: ManualClock;
+  shared: TrackedStore;
+  /** A new process: a store object of its own over the shared store (no push: polls only). */
+  process(): LeaseStore;
+  elector(store: LeaseStore, options: Partial<ElectorOptions> & { name: string }): Elector;
+  records(prefix: string): Promise<Array<{ name: string; holder: string | null; term: number }>>;
+}
+
+const started: Elector[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((e) => e.stop()));
+});
+
+function world(inner: LeaseStore): World {
+  const clock = new ManualClock();
+  const shared = new TrackedStore(inner);
+  clock.idle = () => shared.settle();
+  return {
+    clock,
+    shared,
+    process: () => new StoreWrapper(shared, { without: ["watch"] }),
+    elector: (store, options) => {
+      const e = new Elector({ store, ...TIMING, clock, ...options });
+      started.push(e);
+      return e;
+    },
+    records: async (prefix) => {
+      const out: Array<{ name: string; holder: string | null; term: number }> = [];
+      for await (const l of shared.list!(prefix)) {
+        if ("record" in l) out.push({ name: l.record.name, holder: l.record.holder, term: l.record.term });
+      }
+      return out;
+    },
+  };
+}
+
+describe.each([
+  ["memory", () => new MemoryStore()],
+  ["sqlite", () => new SqliteStore({ path: ":memory:" })],
+] as const)("the process session on %s", (_backend, make) => {
+  it("a process's Electors share one session record: one write per renewal interval for all their leases", async () => {
+    const w = world(make());
+    const p = w.process();
+    const electors = Array.from({ length: 20 }, (_, i) => w.elector(p, { name: `jobs/lease-${i}` }));
+    for (const e of electors) e.start();
+    await w.clock.advance(0);
+    expect(electors.every((e) => e.current.isLeader)).toBe(true);
+    expect(new Set(electors.map((e) => e.identity)).size).toBe(1);
+    w.shared.resetCounts();
+    const from = w.shared.written.length;
+    await w.clock.advance(3000);
+    // Ten renewal intervals: ten writes, all of the one session record; the leases are not written.
+    expect(w.shared.counts.put).toBe(10);
+    expect(new Set(w.shared.written.slice(from).map((r) => r.name))).toEqual(new Set(["jobs/_sessions/slot-0"]));
+    expect(electors.every((e) => e.current.isLeader)).toBe(true);
+    const leases = (await w.records("jobs/")).filter((r) => !r.name.includes("_sessions"));
+    expect(leases.every((r) => r.term === 1 && r.holder === electors[0]!.identity)).toBe(true);
+  });
+
+  it("the session lies in the lease's scope; another scope or timing is another session", async () => {
+    const w = world(make());
+    const p = w.process();
+    const a = w.elector(p, { name: "jobs/a" });
+    const b = w.elector(p, { name: "top" });
+    const c = w.elector(p, { name: "jobs/c", leaseMs: 2000 });
+    for (const e of [a, b, c]) e.start();
+    await w.clock.advance(0);
+    expect([a, b, c].map((e) => e.current.isLeader)).toEqual([true, true, true]);
+    const sessions = (await w.records("")).filter((r) => r.name.includes("_sessions/")).map((r) => r.name);
+    expect(sessions.sort()).toEqual(["_sessions/slot-0", "jobs/_sessions/slot-0", "jobs/_sessions/slot-1"]);
+  });
+
+  it("a second candidate of one lease in the process gets its own identity and session; a graceful stop hands over at term + 1, led as handed", async () => {
+    const w = world(make());
+    const p = w.process();
+    const a = w.elector(p, { name: "jobs/one" });
+    const b = w.elector(p, { name: "jobs/one" });
+    expect(b.identity).toBe(`${a.identity}-2`);
+    const elected: Array<[string, number]> = [];
+    a.on("elected", ({ term }) => elected.push(["a", term]));
+    b.on("elected", ({ term }) => elected.push(["b", term]));
+    a.start();
+    await w.clock.advance(0);
+    b.start();
+    await w.clock.advance(300);
+    await a.stop();
+    await w.clock.advance(TIMING.pollMs);
+    expect(elected).toEqual([
+      ["a", 1],
+      ["b", 2],
+    ]);
+    const lease = (await w.shared.get("jobs/one"))!.record;
+    expect(lease).toMatchObject({ holder: b.identity, term: 2, session: { name: "jobs/_sessions/slot-1" } });
+  });
+
+  it("a process that stops releases its slot, and the next process reuses it: records stay as many as processes at once", async () => {
+    const w = world(make());
+    for (let round = 0; round < 5; round++) {
+      const e = w.elector(w.process(), { name: "jobs/cron", identity: `run-${round}` });
+      e.start();
+      await w.clock.advance(0);
+      expect(e.current.isLeader).toBe(true);
+      await e.stop();
+      await w.clock.advance(10);
+    }
+    const records = await w.records("jobs/");
+    expect(records.map((r) => r.name).sort()).toEqual(["jobs/_sessions/slot-0", "jobs/cron"]);
+    expect(records.find((r) => r.name === "jobs/cron")).toMatchObject({ holder: null, term: 5 });
+  });
+
+  it("a slot held by a live process is skipped; two processes opening one slot at once end on two", async () => {
+    const w = world(make());
+    const first = w.elector(w.process(), { name: "jobs/a", identity: "p1" });
+    const second = w.elector(w.process(), { name: "jobs/b", identity: "p2" });
+    // Both start at the same instant: both find slot-0 free; one establishes it, the other finds
+    // it taken and moves.
+    first.start();
+    second.start();
+    await w.clock.advance(TIMING.retryMs * 3);
+    expect([first.current.isLeader, second.current.isLeader]).toEqual([true, true]);
+    const third = w.elector(w.process(), { name: "jobs/c", identity: "p3" });
+    third.start();
+    await w.clock.advance(TIMING.retryMs * 3);
+    expect(third.current.isLeader).toBe(true);
+    const sessions = (await w.records("jobs/_sessions/")).map((r) => `${r.name} ${r.holder}`);
+    expect(sessions.sort()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/slot-0/), expect.stringMatching(/slot-1/)]),
+    );
+    expect(new Set(sessions.map((s) => s.split(" ")[1])).size).toBe(3);
+    expect(sessions).toHaveLength(3);
+  });
+
+  it("stop({ release: false }) of a process's last Elector lets the lease run out with its session; another process then takes it at term + 1", async () => {
+    const w = world(make());
+    const a = w.elector(w.process(), { name: "jobs/x", identity: "a" });
+    const b = w.elector(w.process(), { name: "jobs/x", identity: "b" });
+    a.start();
+    await w.clock.advance(0);
+    b.start();
+    await w.clock.advance(100);
+    const stoppedAt = w.clock.now();
+    await a.stop({ release: false });
+    await w.clock.advance(TIMING.retryMs);
+    expect(b.current.isLeader).toBe(false);
+    expect((await w.shared.get("jobs/x"))!.record).toMatchObject({ holder: "a", term: 1 });
+    await w.clock.advance(TIMING.leaseMs + Math.max(TIMING.pollMs, TIMING.retryMs) * 2);
+    expect(b.current).toMatchObject({ isLeader: true, term: 2 });
+    expect(w.clock.now() - stoppedAt).toBeGreaterThanOrEqual(TIMING.leaseMs);
+  });
+
+  it("stop({ release: false }) on a session others still use hands over or releases all the same (the lease would stay held)", async () => {
+    const w = world(make());
+    const p = w.process();
+    const keep = w.elector(p, { name: "jobs/keep" });
+    const a = w.elector(p, { name: "jobs/y" });
+    const b = w.elector(w.process(), { name: "jobs/y", identity: "b" });
+    keep.start();
+    a.start();
+    await w.clock.advance(0);
+    b.start();
+    await w.clock.advance(300);
+    await a.stop({ release: false });
+    await w.clock.advance(TIMING.pollMs);
+    expect(b.current).toMatchObject({ isLeader: true, term: 2 });
+    expect(keep.current.isLeader).toBe(true);
+  });
+});
