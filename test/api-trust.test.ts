@@ -432,6 +432,15 @@ describe.each([MEMORY, SQLITE])("a held term and the session records a lease nam
     }
     const malformed = await put(record({ ...bound, successor: "not a successor" }), created.body.revision, bob);
     expect([malformed.status, malformed.body.errors[0].path]).toEqual([400, "successor"]);
+    // A successor's session name is checked by the record-name rule before anything is read.
+    for (const bad of ["a/../x", `${scope}/_sessions/../b`, "NOT A NAME"]) {
+      const r = await put(
+        record({ ...bound, successor: { holder: "b", session: { name: bad, term: 3 } } }),
+        created.body.revision,
+        bob,
+      );
+      expect([r.status, r.body.errors[0].path], bad).toEqual([400, "successor.session.name"]);
+    }
     // Only for a session the registering process holds, and for a holder other than the current one.
     const notBobs = await put(record({ ...bound, successor: next }), created.body.revision, mallory);
     expect([notBobs.status, kind(notBobs), notBobs.body.errors[0].path]).toEqual([
