@@ -3,7 +3,8 @@
  * the API in process (`app.request`: the server's work, no sockets) on a SQLite file holding
  * 2,000 or 10,000 records under one token's prefix, the bound set to exactly that many:
  * - before: the code at the issue's commit (BEFORE_COMMIT), whose refusal recounts the prefix by
- *   listing it (its source taken from git: bench/support/before.ts);
+ *   listing it (its source taken from git: bench/support/before.ts), on its own SQLite store (this
+ *   code's reads 0.1.0's reserved metadata as typed fields, which the code before does not know);
  * - after: this code, whose count is kept in the store and believed for a minute once at the bound.
  * Reads and refused creates alternate call by call, so a change in machine load meets both.
  */
@@ -38,22 +39,48 @@ type CreateApp = (options: {
   limits: { recordsPerPrefix: number; createsPerMinute: number };
 }) => App;
 
-/** createApp of the code before, from git (undefined when this clone lacks the commit). */
-async function beforeApp(): Promise<CreateApp | undefined> {
+/** One code's app, SQLite store and counting wrapper. */
+interface Code {
+  createApp: CreateApp;
+  sqlite: (path: string) => LeaseStore & { close(): Promise<void> };
+  tracked: (store: LeaseStore) => TrackedStore;
+  /** Keeps the instance digest in 0.1.0's metadata key, and no quota count. */
+  legacy: boolean;
+}
+
+/** The code before, from git (undefined when this clone lacks the commit). */
+async function beforeCode(): Promise<Code | undefined> {
   const src = beforeSources(BEFORE_COMMIT);
   if (!src) return undefined;
-  return ((await import(join(src, "api", "app.ts"))) as { createApp: CreateApp }).createApp;
+  const { createApp } = (await import(join(src, "api", "app.ts"))) as { createApp: CreateApp };
+  const { SqliteStore: Before } = (await import(join(src, "stores", "sqlite.ts"))) as {
+    SqliteStore: typeof SqliteStore;
+  };
+  const { TrackedStore: BeforeTracked } = (await import(join(src, "testkit", "tracked-store.ts"))) as {
+    TrackedStore: typeof TrackedStore;
+  };
+  return {
+    createApp,
+    sqlite: (path) => new Before({ path }),
+    tracked: (store) => new BeforeTracked(store),
+    legacy: true,
+  };
 }
 
 /**
  * A SQLite file with `n` records under team/, written past the store (one transaction): released
- * ones, and team/held, held by the bench's instance.
+ * ones, and team/held, held by the bench's instance: its digest in the typed field `holderDigest`,
+ * or (`legacy`) in 0.1.0's metadata key, where the code before keeps it.
  */
-async function seed(path: string, n: number): Promise<void> {
+async function seed(path: string, n: number, legacy: boolean): Promise<void> {
   await new SqliteStore({ path }).close();
   const db = new Database(path);
   const insert = db.prepare("INSERT INTO leases (name, rev, record) VALUES (?, 1, ?)");
-  const held = { ...benchRecord("team/held"), holder: "h", holderDigest: await instanceDigest(INSTANCE) };
+  const digest = await instanceDigest(INSTANCE);
+  const base = { ...benchRecord("team/held"), holder: "h" };
+  const held = legacy
+    ? { ...base, metadata: { ...base.metadata, "leasehold.instance": digest } }
+    : { ...base, holderDigest: digest };
   db.transaction(() => {
     for (let i = 0; i < n - 1; i++) {
       const name = `team/r${String(i).padStart(6, "0")}`;
@@ -126,29 +153,37 @@ function callsOf(app: App): Calls {
 
 export async function run(): Promise<Table[]> {
   const { createApp } = await import("../src/api/app.js");
-  const before = await beforeApp();
+  const after: Code = {
+    createApp: createApp as unknown as CreateApp,
+    sqlite: (path) => new SqliteStore({ path }),
+    tracked: (store) => new TrackedStore(store),
+    legacy: false,
+  };
+  const before = await beforeCode();
   const tmp = tempDir("quota");
   const rows: Table["rows"] = [];
   const loads: string[] = [];
   try {
     for (const n of SIZES) {
-      for (const [label, create, calls] of [
+      for (const [label, code, calls] of [
         [`before (${BEFORE_COMMIT}): a recount by listing`, before, QUICK ? 10 : n > 5000 ? 50 : 100],
-        ["after: a count kept in the store", createApp as unknown as CreateApp, QUICK ? 50 : 500],
+        ["after: a count kept in the store", after, QUICK ? 50 : 500],
       ] as const) {
-        if (!create) {
+        if (!code) {
           rows.push([n, label, "not measured: this clone lacks the commit", "", "", "", "", "", ""]);
           continue;
         }
         const path = tmp.path(`${label.slice(0, 5)}-${n}.db`);
-        await seed(path, n);
-        const sqlite = new SqliteStore({ path });
-        const store = new TrackedStore(sqlite);
-        // The count the store keeps for the token's prefix, at the bound as the seeded records are.
-        const owner = await quotaOwner(TOKEN);
-        const name = await quotaRecordName(owner, "team/");
-        await store.put(quotaRecord(name, n, owner, "team/", Date.now()), null);
-        const app = create({
+        await seed(path, n, code.legacy);
+        const sqlite = code.sqlite(path);
+        const store = code.tracked(sqlite);
+        if (!code.legacy) {
+          // The count the store keeps for the token's prefix, at the bound as the seeded records are.
+          const owner = await quotaOwner(TOKEN);
+          const name = await quotaRecordName(owner, "team/");
+          await store.put(quotaRecord(name, n, owner, "team/", Date.now()), null);
+        }
+        const app = code.createApp({
           store,
           auth: { tokens: [TOKEN] },
           limits: { recordsPerPrefix: n, createsPerMinute: 1_000_000 },

@@ -13,7 +13,10 @@
  *   breaks one);
  * - every refusal (4xx) changed nothing.
  * 250 sequences in `npm test` (about 10 s); `npm run fuzz` runs 5,000 (FUZZ_RUNS sets how many,
- * FUZZ_SEED repeats a run). The generator reaches takes, renewals, releases, raw PUT creates and
+ * FUZZ_SEED repeats a run). MemoryStore cannot hold a record it cannot read, so 60 more sequences
+ * (FUZZ_SQLITE_RUNS) run on SQLite, each with an unreadable record planted in one tenant's prefix
+ * directly in the database: every listing, another tenant's and the admin's, still answers 200, the
+ * bad record a row of its own exactly where the prefix covers it, its bytes never changed. The generator reaches takes, renewals, releases, raw PUT creates and
  * conflicts between instances, member heartbeats and listings; a successor registration is only
  * ever refused here (no process session is made), test/api-trust.test.ts has the hand-over itself.
  */
@@ -24,9 +27,10 @@ import { instanceDigest } from "../src/api/instance.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { LeaseholdClient } from "../src/http/client.js";
-import type { LeaseRecord, Stored } from "../src/lease.js";
-import { readable } from "../src/listing.js";
+import type { LeaseRecord, LeaseStore, Stored } from "../src/lease.js";
+import { isUnreadable } from "../src/listing.js";
 import { inProcessApi } from "./support/in-process-api.js";
+import { sqliteBackend } from "./support/raw-backends.js";
 
 const MAX_SKEW_MS = 500;
 
@@ -206,11 +210,13 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 
 const runs = Number(process.env.FUZZ_RUNS ?? 250);
 const seed = Number(process.env.FUZZ_SEED ?? 20261205);
+/** Sequences on SQLite with an unreadable record planted (each opens its own database file). */
+const sqliteRuns = Number(process.env.FUZZ_SQLITE_RUNS ?? 60);
 
-/** Every record of the store, by name. */
-async function snapshot(store: MemoryStore): Promise<Map<string, Stored>> {
+/** Every readable record of the store, by name (a planted unreadable one is checked byte for byte). */
+async function snapshot(store: LeaseStore): Promise<Map<string, Stored>> {
   const out = new Map<string, Stored>();
-  for await (const s of readable(store.list(""))) out.set(s.record.name, s);
+  for await (const s of store.list!("")) if (!isUnreadable(s)) out.set(s.record.name, s);
   return out;
 }
 
@@ -290,91 +296,140 @@ function request(s: Exclude<Step, { kind: "tick" }>, current: Map<string, Stored
 const isQuota = (n: string) => n.startsWith("_quota/");
 const same = (a: Stored | undefined, b: Stored | undefined) => a?.revision === b?.revision;
 
+/** The names of a listing's unreadable rows. */
+const unreadableRows = (text: string): string[] =>
+  (JSON.parse(text) as { unreadable: Array<{ name: string }> }).unreadable.map((u) => u.name);
+
+/** A record no store can read, planted past the store, and its bytes as planted. */
+interface Planted {
+  name: string;
+  before: unknown;
+  bytes(): Promise<unknown>;
+}
+
+/** One sequence of steps through the API in process on `store`, checked after every step. */
+async function runSequence(steps: Step[], store: LeaseStore, digests: string[], planted?: Planted): Promise<void> {
+  const clock = new ManualClock();
+  const api = inProcessApi({ store, clock, auth: { tokens: TOKENS }, maxSkewMs: MAX_SKEW_MS });
+  let latest: { token: number; instance: number; holder: string; name: string } | undefined;
+  for (const s of steps) {
+    if (s.kind === "tick") {
+      await clock.advance(s.ms);
+      continue;
+    }
+    if ("again" in s && s.again && latest) Object.assign(s, latest);
+    const before = await snapshot(store);
+    const r = request(s, before);
+    const res = await api.fetch(`${api.url}${r.url}`, {
+      method: r.method,
+      headers: r.headers,
+      ...(r.body === undefined ? {} : { body: r.body }),
+    });
+    const text = await res.text();
+    const after = await snapshot(store);
+    const what = `${JSON.stringify(s)} -> ${res.status} ${text.slice(0, 300)}`;
+    expect(res.status, what).toBeLessThan(500);
+    if ((s.kind === "acquire" || s.kind === "put") && res.status < 300) {
+      latest = { token: s.token, instance: s.instance, holder: s.holder, name: s.name };
+    }
+
+    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((n) => !same(before.get(n), after.get(n)));
+    // Every refusal changes nothing, not even the server's own counts.
+    if (res.status >= 400) expect(changed, what).toEqual([]);
+    // Nothing outside the acting token's prefixes changes. A member's heartbeat is the group's
+    // machinery (docs/sharding.md): it may write the group's own records (config, buckets,
+    // an expired member's fencing), never a plain lease.
+    const scope = TOKENS[s.token]!;
+    const groupRecord = (n: string) => s.kind === "heartbeat" && /^g\/_(config$|buckets\/|members\/)/.test(n);
+    for (const n of changed.filter((n) => !isQuota(n))) {
+      expect(scope.prefixes.some((p) => covers(p, n)) || groupRecord(n), `${what}: changed ${n}`).toBe(true);
+    }
+    // A held term is the instance's that took it.
+    const actor = "instance" in s ? digests[s.instance] : undefined;
+    for (const n of changed.filter((n) => !isQuota(n) && !n.includes("/_"))) {
+      const was = before.get(n)?.record;
+      const now = after.get(n)?.record;
+      if (!was || was.holder === null || !now) continue;
+      // Held for certain: before `renewedAt + leaseMs` (every rule of the server, by the record's
+      // stamps with maxSkewMs or by its own clock for a revision it wrote, holds it that long).
+      const live = was.renewedAt + was.leaseMs > clock.wallNow();
+      if (now.term === was.term) {
+        if (actor !== was.holderDigest) {
+          // Another process may only register itself as the successor: nothing else moves.
+          expect(
+            { ...now, successor: undefined, successorDigest: undefined, writeId: "" },
+            `${what}: ${n} continued by another process`,
+          ).toEqual({ ...was, successor: undefined, successorDigest: undefined, writeId: "" });
+        }
+      } else if (live && now.holderDigest !== was.holderDigest) {
+        // A live term passes to another process only as the holder's hand-over to its successor.
+        expect(actor, `${what}: ${n} taken while held`).toBe(was.holderDigest);
+        expect(now.holderDigest, `${what}: ${n} handed to a non-successor`).toBe(was.successorDigest);
+      }
+    }
+    // Listings a token may read never fail because of anyone's record.
+    if (s.kind === "list" && (s.prefix === "" || /^[a-z]/.test(s.prefix)) && !s.prefix.includes("..")) {
+      const mayList =
+        scope.verbs.includes("read") &&
+        scope.prefixes.some((p) => p === "" || (s.prefix.startsWith(p) && p.endsWith("/")));
+      if (mayList) expect(res.status, what).toBe(200);
+    }
+    // The planted record is a row of its own in every listing that covers it, and in no other.
+    if (planted && s.kind === "list" && res.status === 200) {
+      expect(unreadableRows(text), what).toEqual(planted.name.startsWith(s.prefix) ? [planted.name] : []);
+    }
+    const all = await api.fetch(`${api.url}/v1/leases?prefix=`, {
+      headers: { Authorization: `Bearer ${TOKENS[0]!.token}` },
+    });
+    expect(all.status, `${what}: the admin's listing`).toBe(200);
+    const allText = await all.text();
+    if (planted) {
+      expect(unreadableRows(allText), `${what}: the admin's listing`).toEqual([planted.name]);
+      expect(await planted.bytes(), `${what}: the planted record`).toEqual(planted.before);
+    }
+  }
+}
+
 describe("the API's trust rules hold over random sequences of hostile requests", () => {
   it(
     `${runs} sequences: scope, ownership, listings whole, refusals change nothing`,
     async () => {
       const digests = await Promise.all(INSTANCES.map((i) => instanceDigest(i)));
       await fc.assert(
-        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 30 }), async (steps) => {
-          const clock = new ManualClock();
-          const store = new MemoryStore();
-          const api = inProcessApi({ store, clock, auth: { tokens: TOKENS }, maxSkewMs: MAX_SKEW_MS });
-          let latest: { token: number; instance: number; holder: string; name: string } | undefined;
-          for (const s of steps) {
-            if (s.kind === "tick") {
-              await clock.advance(s.ms);
-              continue;
-            }
-            if ("again" in s && s.again && latest) Object.assign(s, latest);
-            const before = await snapshot(store);
-            const r = request(s, before);
-            const res = await api.fetch(`${api.url}${r.url}`, {
-              method: r.method,
-              headers: r.headers,
-              ...(r.body === undefined ? {} : { body: r.body }),
-            });
-            const text = await res.text();
-            const after = await snapshot(store);
-            const what = `${JSON.stringify(s)} -> ${res.status} ${text.slice(0, 300)}`;
-            expect(res.status, what).toBeLessThan(500);
-            if ((s.kind === "acquire" || s.kind === "put") && res.status < 300) {
-              latest = { token: s.token, instance: s.instance, holder: s.holder, name: s.name };
-            }
-
-            const changed = [...new Set([...before.keys(), ...after.keys()])].filter(
-              (n) => !same(before.get(n), after.get(n)),
-            );
-            // Every refusal changes nothing, not even the server's own counts.
-            if (res.status >= 400) expect(changed, what).toEqual([]);
-            // Nothing outside the acting token's prefixes changes. A member's heartbeat is the group's
-            // machinery (docs/sharding.md): it may write the group's own records (config, buckets,
-            // an expired member's fencing), never a plain lease.
-            const scope = TOKENS[s.token]!;
-            const groupRecord = (n: string) => s.kind === "heartbeat" && /^g\/_(config$|buckets\/|members\/)/.test(n);
-            for (const n of changed.filter((n) => !isQuota(n))) {
-              expect(scope.prefixes.some((p) => covers(p, n)) || groupRecord(n), `${what}: changed ${n}`).toBe(true);
-            }
-            // A held term is the instance's that took it.
-            const actor = "instance" in s ? digests[s.instance] : undefined;
-            for (const n of changed.filter((n) => !isQuota(n) && !n.includes("/_"))) {
-              const was = before.get(n)?.record;
-              const now = after.get(n)?.record;
-              if (!was || was.holder === null || !now) continue;
-              // Held for certain: before `renewedAt + leaseMs` (every rule of the server, by the record's
-              // stamps with maxSkewMs or by its own clock for a revision it wrote, holds it that long).
-              const live = was.renewedAt + was.leaseMs > clock.wallNow();
-              if (now.term === was.term) {
-                if (actor !== was.holderDigest) {
-                  // Another process may only register itself as the successor: nothing else moves.
-                  expect(
-                    { ...now, successor: undefined, successorDigest: undefined, writeId: "" },
-                    `${what}: ${n} continued by another process`,
-                  ).toEqual({ ...was, successor: undefined, successorDigest: undefined, writeId: "" });
-                }
-              } else if (live && now.holderDigest !== was.holderDigest) {
-                // A live term passes to another process only as the holder's hand-over to its successor.
-                expect(actor, `${what}: ${n} taken while held`).toBe(was.holderDigest);
-                expect(now.holderDigest, `${what}: ${n} handed to a non-successor`).toBe(was.successorDigest);
-              }
-            }
-            // Listings a token may read never fail because of anyone's record.
-            if (s.kind === "list" && (s.prefix === "" || /^[a-z]/.test(s.prefix)) && !s.prefix.includes("..")) {
-              const mayList =
-                scope.verbs.includes("read") &&
-                scope.prefixes.some((p) => p === "" || (s.prefix.startsWith(p) && p.endsWith("/")));
-              if (mayList) expect(res.status, what).toBe(200);
-            }
-            const all = await api.fetch(`${api.url}/v1/leases?prefix=`, {
-              headers: { Authorization: `Bearer ${TOKENS[0]!.token}` },
-            });
-            expect(all.status, `${what}: the admin's listing`).toBe(200);
-            await all.text();
-          }
-        }),
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 30 }), (steps) =>
+          runSequence(steps, new MemoryStore(), digests),
+        ),
         { numRuns: runs, seed },
       );
     },
     Math.max(120_000, runs * 200),
+  );
+
+  // MemoryStore cannot hold a record it cannot read: on SQLite, one is planted in one tenant's
+  // prefix directly in the database before each sequence. Every listing still answers 200 (another
+  // tenant's, the admin's), with the bad record as a row of its own where it is in scope.
+  it(
+    `${sqliteRuns} sequences on SQLite with an unreadable record in one tenant's prefix: no listing fails because of it`,
+    async () => {
+      const digests = await Promise.all(INSTANCES.map((i) => instanceDigest(i)));
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom("a/corrupt", "b/corrupt", "c/corrupt", "g/corrupt"),
+          fc.array(step, { minLength: 1, maxLength: 30 }),
+          async (name, steps) => {
+            const backend = await sqliteBackend();
+            try {
+              await backend.write(name, '{"name": "not json');
+              const bytes = () => backend.read(name);
+              await runSequence(steps, backend.store, digests, { name, before: await bytes(), bytes });
+            } finally {
+              await backend.close();
+            }
+          },
+        ),
+        { numRuns: sqliteRuns, seed },
+      );
+    },
+    Math.max(120_000, sqliteRuns * 1000),
   );
 });

@@ -4,9 +4,11 @@
  * never both lead), the raw PUT is a verb of its own and keeps the acquire rules, group records
  * belong to their group and a bucket shows its real state, scopes are paths, a write-only token
  * reads nothing through a refusal, reserved metadata is the server's, and the smaller items.
- * Each refused request changes nothing.
+ * Each refused request changes nothing. The issue's reproductions where a name reaches the store
+ * run on real stores too: the successor capture and the session reference across prefixes on
+ * SQLite, the aliased group records and the fake member on SQLite, Azure Blob and S3.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseTokens, type TokenScope } from "../src/api/auth.js";
 import { readServerConfig } from "../src/api/config/policy.js";
 import { startupLine } from "../src/api/config/startup-line.js";
@@ -19,6 +21,7 @@ import { readable } from "../src/listing.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";
 import { TOKEN_SCOPES, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
+import { RAW_BACKENDS } from "./support/raw-backends.js";
 
 const path = (name: string, suffix = "") => `${LeaseholdClient.leasePath(name)}${suffix}`;
 
@@ -59,6 +62,31 @@ function harness(options: { tokens?: TokenScope[]; clock?: ManualClock; store?: 
 }
 
 const kind = (r: { body: { type?: string } }) => r.body.type?.split(":").at(-1);
+
+/**
+ * The stores a name reaches in the issue's reproductions: memory, and SQLite (a file in a temp
+ * dir), Azure Blob (azurite) and S3 (versitygw) as test/unreadable-records.test.ts opens them,
+ * each test on a fresh one. `snapshot()` lists every record with its revision (the store's own
+ * version of it), so a snapshot that compares equal is every record unchanged.
+ */
+const MEMORY = {
+  backend: "memory",
+  open: async () => ({ store: new MemoryStore() as LeaseStore, close: async () => undefined }),
+};
+const [SQLITE, AZURE, S3] = RAW_BACKENDS;
+
+/** A fresh store of `open`'s for each test of the enclosing describe. */
+function freshStore(open: () => Promise<{ store: LeaseStore; close(): Promise<void> }>): () => LeaseStore {
+  let opened: { store: LeaseStore; close(): Promise<void> } | undefined;
+  beforeEach(async () => {
+    opened = await open();
+  });
+  afterEach(async () => {
+    await opened?.close();
+    opened = undefined;
+  });
+  return () => opened!.store;
+}
 
 describe("a holder proves it is the holder (its instance)", () => {
   it("two processes with one holder name never both lead: one leads, the other gets 409 holder-in-use", async () => {
@@ -198,19 +226,19 @@ describe("a holder proves it is the holder (its instance)", () => {
   });
 });
 
-describe("the raw PUT is for stores: a verb of its own, and the acquire rules", () => {
-  const record = (patch: Record<string, unknown> = {}) => ({
-    holder: "a",
-    term: 1,
-    leaseMs: 60_000,
-    metadata: {},
-    writeId: crypto.randomUUID(),
-    acquiredAt: 0,
-    ...patch,
-  });
-  const writer = "writer-instance-0000000001";
-  const mallory = "mallory-instance-000000001";
+const record = (patch: Record<string, unknown> = {}) => ({
+  holder: "a",
+  term: 1,
+  leaseMs: 60_000,
+  metadata: {},
+  writeId: crypto.randomUUID(),
+  acquiredAt: 0,
+  ...patch,
+});
+const writer = "writer-instance-0000000001";
+const mallory = "mallory-instance-000000001";
 
+describe("the raw PUT is for stores: a verb of its own, and the acquire rules", () => {
   it("needs the verb cas: write alone is 403", async () => {
     const { call, snapshot } = harness({
       tokens: [
@@ -267,179 +295,6 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
     );
     expect(taken.status).toBe(200);
     expect(taken.body).toMatchObject({ holder: "mallory", term: 2 });
-  });
-
-  it("a successor registers itself in a held lease, changing nothing else; the holder hands it to that process alone, which owns it from then on", async () => {
-    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
-    const { call, snapshot } = harness({ clock });
-    const name = uniqueName("handover");
-    const bob = "bob-instance-00000000000001";
-    // Both process sessions live (a bound lease is held while its session is).
-    const scope = uniqueName("procs");
-    const [sessionA, sessionB] = [`${scope}/_sessions/a`, `${scope}/_sessions/b`];
-    for (const [n, holder, term, instance] of [
-      [sessionA, "a", 1, writer],
-      [sessionB, "b", 3, bob],
-    ] as const) {
-      const made = await call("PUT", path(n), record({ holder, term }), {
-        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
-      });
-      expect(made.status).toBe(201);
-    }
-    const bound = { session: { name: sessionA, term: 1 }, metadata: { app: "x" } };
-    const next = { holder: "b", session: { name: sessionB, term: 3 } };
-    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
-      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
-    const created = await call("PUT", path(name), record(bound), {
-      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
-    });
-    expect(created.status).toBe(201);
-    expect(created.body.session).toEqual(bound.session);
-    await clock.advance(1000);
-    const before = await snapshot();
-    // A registration changes the successor and nothing else: with another change it is refused.
-    for (const write of [
-      record({ ...bound, metadata: { app: "y" }, successor: next }),
-      record({ ...bound, successor: next, leaseMs: 120_000 }),
-      record({ ...bound, successor: next, acquiredAt: 5 }),
-    ]) {
-      const r = await put(write, created.body.revision, bob);
-      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "protocol-field"]);
-      expect(r.body.errors[0].path).toBe("successor");
-    }
-    const malformed = await put(record({ ...bound, successor: "not a successor" }), created.body.revision, bob);
-    expect([malformed.status, malformed.body.errors[0].path]).toEqual([400, "successor"]);
-    // Only for a session the registering process holds, and for a holder other than the current one.
-    const notBobs = await put(record({ ...bound, successor: next }), created.body.revision, mallory);
-    expect([notBobs.status, kind(notBobs), notBobs.body.errors[0].path]).toEqual([
-      409,
-      "protocol-field",
-      "successor.session",
-    ]);
-    const selfNamed = await put(
-      record({ ...bound, successor: { holder: "a", session: { name: sessionB, term: 3 } } }),
-      created.body.revision,
-      bob,
-    );
-    expect([selfNamed.status, kind(selfNamed)]).toEqual([409, "protocol-field"]);
-    const byHolder = await put(record({ ...bound, successor: next }), created.body.revision, writer);
-    expect([byHolder.status, kind(byHolder)]).toEqual([409, "protocol-field"]);
-    expect(await snapshot()).toEqual(before);
-    const registration = await put(record({ ...bound, successor: next }), created.body.revision, bob);
-    expect(registration.status).toBe(200);
-    // It renews nothing (the server's renewedAt stays), shows the successor, never a digest.
-    expect(registration.body).toMatchObject({ holder: "a", term: 1, renewedAt: created.body.renewedAt });
-    expect(registration.body.successor).toEqual(next);
-    expect(registration.body.metadata).toEqual({ app: "x" });
-    expect(JSON.stringify(registration.body)).not.toMatch(/Digest/);
-    const stored = (await snapshot()).find((s) => s.record.name === name)!.record;
-    expect([stored.holderDigest, stored.successorDigest].every((d) => /^[A-Za-z0-9_-]{43}$/.test(d ?? ""))).toBe(true);
-    expect(stored.holderDigest).not.toBe(stored.successorDigest);
-    const handOver = (holder: string) => record({ holder, term: 2, session: next.session });
-    // Only the holder's process hands over, and only to the holder it names: held, it goes nowhere else.
-    const byOther = await put(handOver("b"), registration.body.revision, mallory);
-    expect([byOther.status, kind(byOther)]).toEqual([409, "protocol-field"]);
-    const toOther = await put(handOver("mallory"), registration.body.revision, writer);
-    expect([toOther.status, kind(toOther)]).toEqual([409, "protocol-field"]);
-    const handed = await put(handOver("b"), registration.body.revision, writer);
-    expect(handed.status).toBe(200);
-    expect(handed.body).toMatchObject({ holder: "b", term: 2, session: next.session });
-    expect(handed.body.successor).toBeUndefined();
-    // Term 2 is bob's process's now: the releaser cannot end it, bob can.
-    const release = record({ holder: null, term: 2 });
-    const byWriter = await put(release, handed.body.revision, writer);
-    expect([byWriter.status, kind(byWriter)]).toEqual([409, "holder-in-use"]);
-    const byBob = await put(release, handed.body.revision, bob);
-    expect(byBob.status).toBe(200);
-    expect(byBob.body).toMatchObject({ holder: null, term: 2 });
-  });
-
-  it("a registration naming the current holder never captures its next term: the holder's own re-acquisition after a lapse stays its own", async () => {
-    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
-    const { call, snapshot } = harness({ clock });
-    const name = uniqueName("capture");
-    const scope = uniqueName("procs");
-    const sessionA = `${scope}/_sessions/a`;
-    const sessionX = `${scope}/_sessions/x`;
-    const create = (n: string, body: Record<string, unknown>, instance: string) =>
-      call("PUT", path(n), body, { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } });
-    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
-      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
-    expect((await create(sessionA, record({ holder: "a", leaseMs: 1000 }), writer)).status).toBe(201);
-    expect((await create(sessionX, record({ holder: "a", leaseMs: 1000 }), mallory)).status).toBe(201);
-    const lease = await create(name, record({ leaseMs: 1000, session: { name: sessionA, term: 1 } }), writer);
-    expect(lease.status).toBe(201);
-    const before = await snapshot();
-    // X offers itself under the current holder's name (its own session names holder "a" too).
-    const capture = await put(
-      record({
-        leaseMs: 1000,
-        session: { name: sessionA, term: 1 },
-        successor: { holder: "a", session: { name: sessionX, term: 1 } },
-      }),
-      lease.body.revision,
-      mallory,
-    );
-    expect([capture.status, kind(capture)]).toEqual([409, "protocol-field"]);
-    expect(capture.body.detail).toContain("another holder than the current one");
-    expect(await snapshot()).toEqual(before);
-    // The holder's lease lapses; it re-acquires plainly at term + 1, as an HttpStore elector does.
-    await clock.advance(3000);
-    const again = await put(record({ leaseMs: 1000, term: 2 }), lease.body.revision, writer);
-    expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ holder: "a", term: 2 });
-    // It stays the holder's own: it renews it, and X cannot.
-    const byX = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, mallory);
-    expect([byX.status, kind(byX)]).toEqual([409, "holder-in-use"]);
-    const renewed = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, writer);
-    expect(renewed.status).toBe(200);
-  });
-
-  it("a lease binds only to a live process session the writing process holds, inside its token's prefixes: another's session, a lease name or a record outside the scope are refused, and nothing is judged by them", async () => {
-    const tokens = [
-      ...TOKEN_SCOPES,
-      { name: "w", token: "w-only-token-0123456789abc", prefixes: ["w/"], verbs: ["read", "write", "cas"] as const },
-    ];
-    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
-    const { call, snapshot } = harness({ clock, tokens: tokens as never });
-    const create = (n: string, body: Record<string, unknown>, instance: string, token?: string) =>
-      call("PUT", path(n), body, {
-        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
-        ...(token ? { token } : {}),
-      });
-    const other = `b/${uniqueName("o")}`.replace(/\/o$/, "/_sessions/x");
-    expect((await create(other, record({ holder: "a" }), mallory)).status).toBe(201);
-    const mine = `w/${uniqueName("procs")}/_sessions/a`;
-    expect((await create(mine, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
-    const plain = `w/${uniqueName("plain")}`;
-    expect((await create(plain, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
-    const before = await snapshot();
-    for (const [session, why] of [
-      [{ name: other, term: 1 }, "outside this token's prefixes"],
-      [{ name: plain, term: 1 }, "is not a process session record"],
-      [{ name: mine, term: 2 }, "is not held by"],
-      [{ name: `w/${uniqueName("none")}/_sessions/z`, term: 1 }, "does not exist"],
-    ] as const) {
-      const r = await create(`w/${uniqueName("l")}`, record({ session }), writer, "w-only-token-0123456789abc");
-      expect([r.status, kind(r), r.body.errors?.[0]?.path], JSON.stringify(session)).toEqual([
-        409,
-        "protocol-field",
-        "session",
-      ]);
-      expect(r.body.detail).toContain(why);
-    }
-    // Another process's session, inside the scope: refused too (the admin token, so only the instance differs).
-    const theirs = await create(`w/${uniqueName("l")}`, record({ session: { name: mine, term: 1 } }), mallory);
-    expect([theirs.status, kind(theirs)]).toEqual([409, "protocol-field"]);
-    expect(theirs.body.detail).toContain("held by another process");
-    expect(await snapshot()).toEqual(before);
-    const ok = await create(
-      `w/${uniqueName("l")}`,
-      record({ session: { name: mine, term: 1 } }),
-      writer,
-      "w-only-token-0123456789abc",
-    );
-    expect(ok.status).toBe(201);
   });
 
   it("protocol state never rides in metadata: leasehold.* and proxied.leasehold.* keys are refused by name on every write route, and listings stay whole", async () => {
@@ -534,35 +389,230 @@ describe("the raw PUT is for stores: a verb of its own, and the acquire rules", 
   });
 });
 
-describe("group records belong to their group", () => {
-  const group = () => `adapters/${uniqueName("grp")}`;
-  const instance = "member-m1-instance-0000001";
+describe.each([MEMORY, SQLITE])("a held term and the session records a lease names, on $backend", ({ open }) => {
+  const store = freshStore(open);
 
-  async function started(call: ReturnType<typeof harness>["call"], g: string) {
-    const beat = await call("POST", `${LeaseholdClient.memberPath(g, "m1")}/heartbeat`, {
-      instance,
-      leaseMs: 60_000,
-      buckets: 4,
+  it("a successor registers itself in a held lease, changing nothing else; the holder hands it to that process alone, which owns it from then on", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock, store: store() });
+    const name = uniqueName("handover");
+    const bob = "bob-instance-00000000000001";
+    // Both process sessions live (a bound lease is held while its session is).
+    const scope = uniqueName("procs");
+    const [sessionA, sessionB] = [`${scope}/_sessions/a`, `${scope}/_sessions/b`];
+    for (const [n, holder, term, instance] of [
+      [sessionA, "a", 1, writer],
+      [sessionB, "b", 3, bob],
+    ] as const) {
+      const made = await call("PUT", path(n), record({ holder, term }), {
+        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
+      });
+      expect(made.status).toBe(201);
+    }
+    const bound = { session: { name: sessionA, term: 1 }, metadata: { app: "x" } };
+    const next = { holder: "b", session: { name: sessionB, term: 3 } };
+    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
+      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
+    const created = await call("PUT", path(name), record(bound), {
+      headers: { "If-None-Match": "*", "Leasehold-Instance": writer },
     });
-    expect(beat.status).toBe(200);
-    return beat.body;
-  }
+    expect(created.status).toBe(201);
+    expect(created.body.session).toEqual(bound.session);
+    await clock.advance(1000);
+    const before = await snapshot();
+    // A registration changes the successor and nothing else: with another change it is refused.
+    for (const write of [
+      record({ ...bound, metadata: { app: "y" }, successor: next }),
+      record({ ...bound, successor: next, leaseMs: 120_000 }),
+      record({ ...bound, successor: next, acquiredAt: 5 }),
+    ]) {
+      const r = await put(write, created.body.revision, bob);
+      expect([r.status, kind(r)], JSON.stringify(write)).toEqual([409, "protocol-field"]);
+      expect(r.body.errors[0].path).toBe("successor");
+    }
+    const malformed = await put(record({ ...bound, successor: "not a successor" }), created.body.revision, bob);
+    expect([malformed.status, malformed.body.errors[0].path]).toEqual([400, "successor"]);
+    // A successor's session name is checked by the record-name rule before anything is read.
+    for (const bad of ["a/../x", `${scope}/_sessions/../b`, "NOT A NAME"]) {
+      const r = await put(
+        record({ ...bound, successor: { holder: "b", session: { name: bad, term: 3 } } }),
+        created.body.revision,
+        bob,
+      );
+      expect([r.status, r.body.errors[0].path], bad).toEqual([400, "successor.session.name"]);
+    }
+    // Only for a session the registering process holds, and for a holder other than the current one.
+    const notBobs = await put(record({ ...bound, successor: next }), created.body.revision, mallory);
+    expect([notBobs.status, kind(notBobs), notBobs.body.errors[0].path]).toEqual([
+      409,
+      "protocol-field",
+      "successor.session",
+    ]);
+    const selfNamed = await put(
+      record({ ...bound, successor: { holder: "a", session: { name: sessionB, term: 3 } } }),
+      created.body.revision,
+      bob,
+    );
+    expect([selfNamed.status, kind(selfNamed)]).toEqual([409, "protocol-field"]);
+    const byHolder = await put(record({ ...bound, successor: next }), created.body.revision, writer);
+    expect([byHolder.status, kind(byHolder)]).toEqual([409, "protocol-field"]);
+    expect(await snapshot()).toEqual(before);
+    const registration = await put(record({ ...bound, successor: next }), created.body.revision, bob);
+    expect(registration.status).toBe(200);
+    // It renews nothing (the server's renewedAt stays), shows the successor, never a digest.
+    expect(registration.body).toMatchObject({ holder: "a", term: 1, renewedAt: created.body.renewedAt });
+    expect(registration.body.successor).toEqual(next);
+    expect(registration.body.metadata).toEqual({ app: "x" });
+    expect(JSON.stringify(registration.body)).not.toMatch(/Digest/);
+    const stored = (await snapshot()).find((s) => s.record.name === name)!.record;
+    expect([stored.holderDigest, stored.successorDigest].every((d) => /^[A-Za-z0-9_-]{43}$/.test(d ?? ""))).toBe(true);
+    expect(stored.holderDigest).not.toBe(stored.successorDigest);
+    const handOver = (holder: string) => record({ holder, term: 2, session: next.session });
+    // Only the holder's process hands over, and only to the holder it names: held, it goes nowhere else.
+    const registered = await snapshot();
+    const byOther = await put(handOver("b"), registration.body.revision, mallory);
+    expect([byOther.status, kind(byOther)]).toEqual([409, "protocol-field"]);
+    const toOther = await put(handOver("mallory"), registration.body.revision, writer);
+    expect([toOther.status, kind(toOther)]).toEqual([409, "protocol-field"]);
+    expect(await snapshot()).toEqual(registered);
+    const handed = await put(handOver("b"), registration.body.revision, writer);
+    expect(handed.status).toBe(200);
+    expect(handed.body).toMatchObject({ holder: "b", term: 2, session: next.session });
+    expect(handed.body.successor).toBeUndefined();
+    // Term 2 is bob's process's now: the releaser cannot end it, bob can.
+    const release = record({ holder: null, term: 2 });
+    const handedOver = await snapshot();
+    const byWriter = await put(release, handed.body.revision, writer);
+    expect([byWriter.status, kind(byWriter)]).toEqual([409, "holder-in-use"]);
+    expect(await snapshot()).toEqual(handedOver);
+    const byBob = await put(release, handed.body.revision, bob);
+    expect(byBob.status).toBe(200);
+    expect(byBob.body).toMatchObject({ holder: null, term: 2 });
+  });
+
+  it("a registration naming the current holder never captures its next term: the holder's own re-acquisition after a lapse stays its own", async () => {
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock, store: store() });
+    const name = uniqueName("capture");
+    const scope = uniqueName("procs");
+    const sessionA = `${scope}/_sessions/a`;
+    const sessionX = `${scope}/_sessions/x`;
+    const create = (n: string, body: Record<string, unknown>, instance: string) =>
+      call("PUT", path(n), body, { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } });
+    const put = (body: Record<string, unknown>, revision: string, instance: string) =>
+      call("PUT", path(name), body, { headers: { "If-Match": `"${revision}"`, "Leasehold-Instance": instance } });
+    expect((await create(sessionA, record({ holder: "a", leaseMs: 1000 }), writer)).status).toBe(201);
+    expect((await create(sessionX, record({ holder: "a", leaseMs: 1000 }), mallory)).status).toBe(201);
+    const lease = await create(name, record({ leaseMs: 1000, session: { name: sessionA, term: 1 } }), writer);
+    expect(lease.status).toBe(201);
+    const before = await snapshot();
+    // X offers itself under the current holder's name (its own session names holder "a" too).
+    const capture = await put(
+      record({
+        leaseMs: 1000,
+        session: { name: sessionA, term: 1 },
+        successor: { holder: "a", session: { name: sessionX, term: 1 } },
+      }),
+      lease.body.revision,
+      mallory,
+    );
+    expect([capture.status, kind(capture)]).toEqual([409, "protocol-field"]);
+    expect(capture.body.detail).toContain("another holder than the current one");
+    expect(await snapshot()).toEqual(before);
+    // The holder's lease lapses; it re-acquires plainly at term + 1, as an HttpStore elector does.
+    await clock.advance(3000);
+    const again = await put(record({ leaseMs: 1000, term: 2 }), lease.body.revision, writer);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ holder: "a", term: 2 });
+    // It stays the holder's own: it renews it, and X cannot.
+    const reacquired = await snapshot();
+    const byX = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, mallory);
+    expect([byX.status, kind(byX)]).toEqual([409, "holder-in-use"]);
+    expect(await snapshot()).toEqual(reacquired);
+    const renewed = await put(record({ leaseMs: 1000, term: 2 }), again.body.revision, writer);
+    expect(renewed.status).toBe(200);
+  });
+
+  it("a lease binds only to a live process session the writing process holds, inside its token's prefixes: another's session, a lease name or a record outside the scope are refused, and nothing is judged by them", async () => {
+    const tokens = [
+      ...TOKEN_SCOPES,
+      { name: "w", token: "w-only-token-0123456789abc", prefixes: ["w/"], verbs: ["read", "write", "cas"] as const },
+    ];
+    const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 4) });
+    const { call, snapshot } = harness({ clock, tokens: tokens as never, store: store() });
+    const create = (n: string, body: Record<string, unknown>, instance: string, token?: string) =>
+      call("PUT", path(n), body, {
+        headers: { "If-None-Match": "*", "Leasehold-Instance": instance },
+        ...(token ? { token } : {}),
+      });
+    const other = `b/${uniqueName("o")}`.replace(/\/o$/, "/_sessions/x");
+    expect((await create(other, record({ holder: "a" }), mallory)).status).toBe(201);
+    const mine = `w/${uniqueName("procs")}/_sessions/a`;
+    expect((await create(mine, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
+    const plain = `w/${uniqueName("plain")}`;
+    expect((await create(plain, record({ holder: "a" }), writer, "w-only-token-0123456789abc")).status).toBe(201);
+    const before = await snapshot();
+    for (const [session, why] of [
+      [{ name: other, term: 1 }, "outside this token's prefixes"],
+      [{ name: plain, term: 1 }, "is not a process session record"],
+      [{ name: mine, term: 2 }, "is not held by"],
+      [{ name: `w/${uniqueName("none")}/_sessions/z`, term: 1 }, "does not exist"],
+    ] as const) {
+      const r = await create(`w/${uniqueName("l")}`, record({ session }), writer, "w-only-token-0123456789abc");
+      expect([r.status, kind(r), r.body.errors?.[0]?.path], JSON.stringify(session)).toEqual([
+        409,
+        "protocol-field",
+        "session",
+      ]);
+      expect(r.body.detail).toContain(why);
+    }
+    // Another process's session, inside the scope: refused too (the admin token, so only the instance differs).
+    const theirs = await create(`w/${uniqueName("l")}`, record({ session: { name: mine, term: 1 } }), mallory);
+    expect([theirs.status, kind(theirs)]).toEqual([409, "protocol-field"]);
+    expect(theirs.body.detail).toContain("held by another process");
+    expect(await snapshot()).toEqual(before);
+    const ok = await create(
+      `w/${uniqueName("l")}`,
+      record({ session: { name: mine, term: 1 } }),
+      writer,
+      "w-only-token-0123456789abc",
+    );
+    expect(ok.status).toBe(201);
+  });
+});
+
+const group = () => `adapters/${uniqueName("grp")}`;
+/** The instance of the group members these tests start. */
+const memberInstance = "member-m1-instance-0000001";
+
+async function started(call: ReturnType<typeof harness>["call"], g: string, member = "m1", buckets = 4) {
+  const beat = await call("POST", `${LeaseholdClient.memberPath(g, member)}/heartbeat`, {
+    instance: memberInstance,
+    leaseMs: 60_000,
+    buckets,
+  });
+  expect(beat.status, beat.text).toBe(200);
+  return beat.body;
+}
+
+describe.each([MEMORY, SQLITE, AZURE, S3])("group records belong to their group, on $backend", ({ open }) => {
+  const store = freshStore(open);
 
   it("the plain routes and the PUT refuse to write a group's config, members and buckets: no lease name is one, and the PUT names the group route", async () => {
-    const { call, snapshot } = harness();
+    const { call, snapshot } = harness({ store: store() });
     const g = group();
     await started(call, g);
     const before = await snapshot();
     for (const name of [`${g}/_config`, `${g}/_members/m1`, `${g}/_members/m9`, `${g}/_buckets/0`, `${g}/_buckets/9`]) {
       for (const [method, suffix, body, headers] of [
         ["POST", "/acquire", { holder: "m1", instance: "mallory-instance-000000001", leaseMs: 86_400_000 }, {}],
-        ["POST", "/release", { holder: "m1", instance, term: 1 }, {}],
-        ["POST", "/renew", { holder: "m1", instance, term: 1 }, {}],
+        ["POST", "/release", { holder: "m1", instance: memberInstance, term: 1 }, {}],
+        ["POST", "/renew", { holder: "m1", instance: memberInstance, term: 1 }, {}],
         [
           "PUT",
           "",
           { holder: "m1", term: 2, leaseMs: 60_000, metadata: {}, writeId: "w", acquiredAt: 0 },
-          { "If-Match": '"1"', "Leasehold-Instance": instance },
+          { "If-Match": '"1"', "Leasehold-Instance": memberInstance },
         ],
       ] as const) {
         const r = await call(method, path(name, suffix), body, { headers });
@@ -575,11 +625,12 @@ describe("group records belong to their group", () => {
   });
 
   it("a plain lease under a group's name takes nothing from the group; no config is forged through the PUT", async () => {
-    const { call, snapshot } = harness();
+    const { call, snapshot } = harness({ store: store() });
     const g = group();
     // 0.1.0 kept the config here: now it is a lease like any other, and the group starts beside it.
     expect(
-      (await call("POST", path(`${g}/config`, "/acquire"), { holder: "x", instance, leaseMs: 60_000 })).status,
+      (await call("POST", path(`${g}/config`, "/acquire"), { holder: "x", instance: memberInstance, leaseMs: 60_000 }))
+        .status,
     ).toBe(200);
     await started(call, g);
     const before = await snapshot();
@@ -589,22 +640,64 @@ describe("group records belong to their group", () => {
       "PUT",
       path(`${group()}/_config`),
       { holder: null, term: 0, leaseMs: 60_000, metadata: { buckets: "4", epoch: "1" }, writeId: "w", acquiredAt: 0 },
-      { headers: { "If-None-Match": "*", "Leasehold-Instance": instance } },
+      { headers: { "If-None-Match": "*", "Leasehold-Instance": memberInstance } },
     );
     expect([forged.status, kind(forged)]).toEqual([409, "group-record"]);
     expect(await snapshot()).toEqual(before);
   });
 
+  it('member "config" of group g and the config of group "g/members" are two records (0.1.0 had one name for both); a plain acquire makes no member', async () => {
+    const { call, snapshot } = harness({ store: store() });
+    const g = group();
+    // 0.1.0 kept member "config" of g at g/members/config: the name of group g/members' config.
+    expect(await started(call, g, "config", 4)).toMatchObject({ member: "config", buckets: 4, members: ["config"] });
+    expect(await started(call, `${g}/members`, "m1", 2)).toMatchObject({ buckets: 2, members: ["m1"] });
+    const records = (await snapshot()).map((s) => s.record.name);
+    expect(records).toEqual(
+      expect.arrayContaining([
+        `${g}/_config`,
+        `${g}/_members/config`,
+        `${g}/members/_config`,
+        `${g}/members/_members/m1`,
+      ]),
+    );
+    expect(records.filter((n) => n.startsWith(`${g}/_buckets/`))).toHaveLength(4);
+    expect(records.filter((n) => n.startsWith(`${g}/members/_buckets/`))).toHaveLength(2);
+    // A plain 24 h acquire of a member's name: refused by its name (no lease has it), nothing written.
+    const before = await snapshot();
+    for (const name of [`${g}/_members/m9`, `${g}/members/_members/m9`]) {
+      const fake = await call("POST", path(name, "/acquire"), {
+        holder: "m9",
+        instance: mallory,
+        leaseMs: 86_400_000,
+      });
+      expect([fake.status, kind(fake)], name).toEqual([409, "group-record"]);
+    }
+    expect(await snapshot()).toEqual(before);
+    // 0.1.0's member name is a plain lease now: taking it makes no member of either group.
+    const old = await call("POST", path(`${g}/members/m9`, "/acquire"), {
+      holder: "m9",
+      instance: mallory,
+      leaseMs: 86_400_000,
+    });
+    expect(old.status, old.text).toBe(200);
+    // Each group still has its own member and bucket count, whichever heartbeats first.
+    expect(await started(call, `${g}/members`, "m1", 2)).toMatchObject({ buckets: 2, members: ["m1"] });
+    expect(await started(call, g, "config", 4)).toMatchObject({ buckets: 4, members: ["config"] });
+  });
+});
+
+describe("a bucket is judged by its owner's session", () => {
   it("a bucket is held while its owner's session lives: GET and watch say so past the bucket's own stamps, and free once it leaves", async () => {
     const clock = new ManualClock({ wallStart: Date.UTC(2026, 11, 3) });
     const { api, call } = harness({ clock });
     const g = group();
     const client = new LeaseholdClient({ baseUrl: api.url, fetch: api.fetch, token: TOKENS.admin, retries: 0 });
-    const first = await client.heartbeat(g, "m1", { instance, leaseMs: 10_000, buckets: 2 });
+    const first = await client.heartbeat(g, "m1", { instance: memberInstance, leaseMs: 10_000, buckets: 2 });
     // Well past the bucket record's own renewedAt + leaseMs, with the session renewed all along.
     for (let i = 0; i < 6; i++) {
       await clock.advance(5000);
-      await client.heartbeat(g, "m1", { instance, session: first.session, leaseMs: 10_000 });
+      await client.heartbeat(g, "m1", { instance: memberInstance, session: first.session, leaseMs: 10_000 });
     }
     const bucket = await call("GET", path(`${g}/_buckets/0`));
     expect(bucket.body.holder).toBe("m1");
@@ -627,7 +720,7 @@ describe("group records belong to their group", () => {
     })().catch(() => undefined);
     await until(() => events.length >= 1);
     expect(events).toEqual([{ holder: "m1", free: false }]);
-    await client.leave(g, "m1", { instance, session: first.session });
+    await client.leave(g, "m1", { instance: memberInstance, session: first.session });
     await until(() => events.length >= 2);
     expect(events[1]).toEqual({ holder: "m1", free: true });
     stop.abort();

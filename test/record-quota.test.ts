@@ -16,7 +16,7 @@ import type { TokenScope } from "../src/api/auth.js";
 import { RecordQuota } from "../src/api/limits.js";
 import { isQuotaRecord, QUOTA_RECORD_PREFIX } from "../src/api/quota-records.js";
 import { LeaseholdClient } from "../src/http/client.js";
-import type { Listed, ListOptions } from "../src/lease.js";
+import type { Listed, ListOptions, Stored } from "../src/lease.js";
 import { readable } from "../src/listing.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
@@ -66,6 +66,13 @@ function api(store: ConstructorParameters<typeof TrackedStore>[0], bound: number
   return { server, call, acquire };
 }
 
+/** Every record of the store (the server's counts too), with its revision. */
+async function records(store: RawBackend["store"]): Promise<Stored[]> {
+  const out: Stored[] = [];
+  for await (const s of readable(store.list!(""))) out.push(s);
+  return out;
+}
+
 async function names(store: RawBackend["store"], prefix: string): Promise<string[]> {
   const out: string[] = [];
   for await (const s of readable(store.list!(prefix))) out.push(s.record.name);
@@ -81,6 +88,7 @@ describe("recordsPerPrefix: a maintained count", () => {
     // The instance that took the count to the bound knows it is spent; another reads the count
     // once (then believes it for a minute). Each refusal after that reads only the lease.
     const other = api(tracked, 20);
+    const full = await records(backend.store);
     expect((await other.acquire("team/over", TEAM)).status).toBe(429);
     tracked.resetCounts();
     expect((await s.call("GET", LeaseholdClient.leasePath("team/n0"), TEAM)).status).toBe(200);
@@ -93,6 +101,7 @@ describe("recordsPerPrefix: a maintained count", () => {
       expect(refused.body).toMatchObject({ type: "urn:leasehold:problem:over-limit", bound: "recordsPerPrefix" });
       expect(tracked.counts).toEqual(read);
     }
+    expect(await records(backend.store)).toEqual(full);
     // Renewals of what exists go on.
     expect((await s.acquire("team/n3", TEAM)).status).toBe(200);
     expect(await backend.store.get("team/over")).toBeNull();
@@ -199,6 +208,7 @@ describe("a heartbeat lists only the group's own records", () => {
         buckets: 4,
       });
     expect((await heartbeat("m1", MEMBER)).status).toBe(200);
+    const started = await records(backend.store);
     // A group's records live under reserved `_` segments: no lease name lies below them, whatever the token.
     for (const token of [MEMBER, ADMIN]) {
       const r = await s.acquire("g/_members/m1/junk", token);
@@ -213,6 +223,7 @@ describe("a heartbeat lists only the group's own records", () => {
       { "If-None-Match": "*", "Leasehold-Instance": instance },
     );
     expect(put.status).toBe(400);
+    expect(await records(backend.store)).toEqual(started);
     // Plain leases beside the group (what an older server let a member-scoped token create below
     // its member record): 2,000 of them, never read by a heartbeat.
     for (let i = 0; i < 1000; i++) {
