@@ -87,15 +87,20 @@ export class SessionObserver {
     return done;
   }
 
-  /** The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for a missing record. */
-  verdict(ref: SessionRef, obs: Observation, fallbackMs: number): Verdict {
+  /**
+   * The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for
+   * a missing record, and `since` the monotonic instant the lease naming `ref` was first seen.
+   */
+  verdict(ref: SessionRef, obs: Observation, fallbackMs: number, since: number): Verdict {
     const r = obs.stored?.record;
     if (r && (r.term > ref.term || (r.term === ref.term && r.holder === null))) return { kind: "over" };
     if (!r || r.term < ref.term) {
       // No record of that tenure (deleted, or replaced outside the library): its owner cannot
       // renew it (a renewal is a compare-and-swap on its own revision), so once this state has
-      // stood for a lease it is over; nothing to fence.
-      const lookAt = obs.at + fallbackMs;
+      // stood for a lease it is over; nothing to fence. Counted from when the lease naming the
+      // tenure was seen at the earliest: an observation made before then may simply predate the
+      // tenure (its session re-established at term + 1 since), and proves nothing about it.
+      const lookAt = Math.max(obs.at, since) + fallbackMs;
       return obs.readAt >= lookAt ? { kind: "over" } : { kind: "live", lookAt };
     }
     const stored = obs.stored!;
