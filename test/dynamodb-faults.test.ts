@@ -108,7 +108,7 @@ describe("dynamodb: SDK retries of a write that already applied", () => {
     expect((error as LeaseConflictError).current).toEqual(theirs);
   });
 
-  it("an Elector keeps leading through a lost acquisition response and a lost renewal response", async () => {
+  it("a renewing Elector keeps leading through a lost acquisition response and a lost renewal response", async () => {
     const store = viaProxy();
     const tracked = new TrackedStore(store);
     const clock = new ManualClock({ idle: () => tracked.settle() });
@@ -123,6 +123,8 @@ describe("dynamodb: SDK retries of a write that already applied", () => {
       safetyMs: 100,
       jitter: 0,
       clock,
+      // Its own record, renewed: every PutItem here is the lease's (a bound lease writes its session's).
+      session: false,
     });
     const events: string[] = [];
     elector.on("elected", (e) => events.push(`elected ${e.term} @${clock.now()}`));

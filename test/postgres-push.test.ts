@@ -73,10 +73,12 @@ describe("postgres push: followers", () => {
     await expect.poll(() => b.current.holder).toBe("a"); // it read the record: now it only listens
     const readsBefore = tracked.counts.get + tracked.counts.getMany;
 
-    await a.stop(); // releases: holder null, term kept
+    const leaseWrites = () => tracked.written.filter((r) => r.name === name);
+    expect(leaseWrites()).toHaveLength(1); // b registered as a's successor
+    await a.stop(); // hands the lease to b (term + 1, under b's session), or releases it
     expect(await bElected).toBe(2);
     expect(tracked.counts.get + tracked.counts.getMany).toBe(readsBefore); // no poll: the NOTIFY told it
-    expect(tracked.counts.put).toBe(1); // its takeover
+    expect(leaseWrites()).toHaveLength(1); // handed over: nothing more for b to write
     await b.stop();
   });
 });

@@ -358,7 +358,13 @@ export async function runScenario(
   for (const i of instances) i.process.crash();
 
   violations.push(
-    ...checkTrace({ elections, windows: tracker.windows, storeWrites: network.applied, fenced: resource.writes }),
+    ...checkTrace({
+      elections,
+      windows: tracker.windows,
+      // The lease's own writes: its candidates' session records have terms of their own.
+      storeWrites: network.applied.filter((w) => w.name === LEASE),
+      fenced: resource.writes,
+    }),
   );
   const final = await inner.get(LEASE);
   const maxElected = Math.max(0, ...elections.map((e) => e.term));
