@@ -4,9 +4,9 @@
  * process, and writes with its old term. The fence refuses that write, and the process sees
  * StaleTermError carrying the new term (where the backend reports it), while the new leader's
  * first write stays. Both processes (test/support/fenced-leader.ts) campaign for one lease in an
- * SQLite file and write one resource (test/support/fenced-resources.ts: an SQL row, a DynamoDB
- * item, a GCS, S3 or Azure object, a route behind the HTTP fence, each on its real server); the
- * order of events is read from their own output on CLOCK_MONOTONIC.
+ * SQLite file and write one resource (test/support/fenced-resources.ts: an SQLite or PostgreSQL
+ * row, a DynamoDB item, a GCS, S3 or Azure object, a route behind the HTTP fence, each on its real
+ * server); the order of events is read from their own output on CLOCK_MONOTONIC.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { Storage } from "@google-cloud/storage";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { reportsHandler } from "../examples/fencing/http.js";
 import { createTestBucket } from "./servers/versitygw.server.js";
@@ -27,6 +28,15 @@ const LEASE_MS = 1000;
 const script = join(import.meta.dirname, "support", "fenced-leader.ts");
 const dir = mkdtempSync(join(tmpdir(), "leasehold-fencing-procs-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** PostgreSQL tables the cases made (the test server is shared by the run). */
+const pgTables: string[] = [];
+afterAll(async () => {
+  if (pgTables.length === 0) return;
+  const client = new pg.Client({ connectionString: process.env.POSTGRES_URL! });
+  await client.connect();
+  await client.query(`DROP TABLE IF EXISTS ${pgTables.map((t) => `"${t}"`).join(", ")}`);
+  await client.end();
+});
 
 interface Line {
   event: string;
@@ -105,6 +115,16 @@ async function prepare(kind: ResourceKind): Promise<{ spec: ResourceSpec; saved?
       data.close();
       return { spec: { kind, path } };
     }
+    case "postgres": {
+      const url = process.env.POSTGRES_URL!;
+      const table = `fenced_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(`CREATE TABLE "${table}" (id text PRIMARY KEY, body text NOT NULL, term bigint NOT NULL)`);
+      await client.end();
+      pgTables.push(table);
+      return { spec: { kind, url, table } };
+    }
     case "dynamodb": {
       const table = await createLeaseTable(dynamoClient(testEndpoint()));
       return { spec: { kind, endpoint: testEndpoint(), table, id: "daily" } };
@@ -144,7 +164,7 @@ async function prepare(kind: ResourceKind): Promise<{ spec: ResourceSpec; saved?
 const seenTermUnknown = new Set<ResourceKind>(["dynamodb"]);
 
 describe("a leader SIGSTOPped between its check and its write is refused by the fence when it wakes", () => {
-  for (const kind of ["sqlite", "dynamodb", "gcs", "s3", "azure-blob", "http"] as const) {
+  for (const kind of ["sqlite", "postgres", "dynamodb", "gcs", "s3", "azure-blob", "http"] as const) {
     // Two tsx processes per case: seconds each to start on busy cores (tens of seconds at a load
     // average of 10 on 2 cores, with every other test file running beside it).
     it(kind, { timeout: 150_000 }, async () => {

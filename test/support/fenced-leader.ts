@@ -1,8 +1,8 @@
 /**
  * A leader process for fencing-processes.test.ts: campaigns for one lease in an SQLite file
- * (runAsLeader) and writes one fenced resource through its kind's helper (an SQL row, a DynamoDB
- * item, a GCS, S3 or Azure object, a route behind the HTTP fence: test/support/fenced-resources.ts,
- * named by a JSON spec). It prints one JSON line per event with `mono`, CLOCK_MONOTONIC in
+ * (runAsLeader) and writes one fenced resource through its kind's helper (an SQLite or PostgreSQL
+ * row, a DynamoDB item, a GCS, S3 or Azure object, a route behind the HTTP fence:
+ * test/support/fenced-resources.ts, named by a JSON spec). It prints one JSON line per event with `mono`, CLOCK_MONOTONIC in
  * nanoseconds (process.hrtime on Linux: one clock for every process on the machine), so the test
  * orders events across processes.
  *
