@@ -102,15 +102,20 @@ export async function run(): Promise<Table[]> {
       const caught = runs.filter((r) => r.caught).length;
       // Rounds a race ran before it stopped on two winners (or all of them): one chance per round.
       const races = runs.flatMap((r) => r.races);
-      const perRound = races.filter((r) => r.twoWinners).length / races.reduce((n, r) => n + r.rounds, 0);
-      const predicted = (n: number) => `${(100 * (1 - (1 - perRound) ** (2 * n))).toFixed(0)} %`;
+      const lost = races.filter((r) => r.twoWinners).length;
+      const raced = races.reduce((n, r) => n + r.rounds, 0);
+      // No round lost: the estimate 0 would predict that no run ever catches it. Say instead what
+      // the rounds rule out: the per-round chance's 95 % upper bound, and the predictions it bounds.
+      const perRound = lost > 0 ? lost / raced : 1 - 0.05 ** (1 / raced);
+      const bound = lost > 0 ? "" : "< ";
+      const predicted = (n: number) => `${bound}${(100 * (1 - (1 - perRound) ** (2 * n))).toFixed(0)} %`;
       rows.push([
         `--rounds ${rounds} --writers ${writers}`,
         count,
         caught,
         `${((100 * caught) / count).toFixed(0)} % (${wilson(caught, count)})`,
         runs.filter((r) => r.otherFailure && !r.caught).length,
-        `${(100 * perRound).toFixed(2)} %`,
+        `${lost} of ${raced}: ${bound}${(100 * perRound).toFixed(2)} %`,
         `${predicted(30)} / ${predicted(100)} / ${predicted(300)}`,
         median(runs.map((r) => r.seconds)),
       ]);
@@ -121,7 +126,7 @@ export async function run(): Promise<Table[]> {
   return [
     {
       title: `leasehold doctor against moto ${MOTO_VERSION} (an S3 server that checks and writes without a lock)`,
-      note: `Each run: \`leasehold doctor s3://...?endpoint=<moto>\` on a fresh prefix, every safety case; "caught" = a race case saw two writers told they won (95 % Wilson interval). Per round: races that saw two winners / rounds the races ran; "failed otherwise": a race stopped on a 500 or a timeout of moto's instead. Load: ${loadBefore} before, ${machineLoad()} after.`,
+      note: `Each run: \`leasehold doctor s3://...?endpoint=<moto>\` on a fresh prefix, every safety case; "caught" = a race case saw two writers told they won (95 % Wilson interval). Per round: rounds that saw two winners of the rounds the races ran (none seen: the 95 % upper bound, "<", and the predictions it bounds); "failed otherwise": a race stopped on a 500 or a timeout of moto's instead. Load: ${loadBefore} before, ${machineLoad()} after.`,
       columns: [
         "doctor options",
         "runs",

@@ -1,13 +1,15 @@
 /**
  * One fenced resource of each kind the fence helpers cover, named by a small JSON-able spec, so a
  * test and the leader processes it starts (test/support/fenced-leader.ts) write and read the same
- * resource: an SQL row (SQLite file), a DynamoDB item (dynalite), a GCS object (fake-gcs-server), an
- * S3 object (versitygw), an Azure blob (azurite), and a route of an HTTP service behind the fence.
+ * resource: an SQL row (SQLite file, or a PostgreSQL table), a DynamoDB item (dynalite), a GCS object
+ * (fake-gcs-server), an S3 object (versitygw), an Azure blob (azurite), and a route of an HTTP
+ * service behind the fence.
  * `writerFor` is the leader's fenced write (it loads only the SDK its kind needs), `readResource`
  * what the resource holds at the end (the test makes the table, bucket or container).
  */
 export type ResourceSpec =
   | { kind: "sqlite"; path: string }
+  | { kind: "postgres"; url: string; table: string }
   | { kind: "dynamodb"; endpoint: string; table: string; id: string }
   | { kind: "gcs"; endpoint: string; bucket: string; name: string }
   | { kind: "s3"; endpoint: string; bucket: string; key: string }
@@ -27,6 +29,14 @@ export async function writerFor(spec: ResourceSpec): Promise<(term: number, body
       const db = new Database(spec.path);
       db.pragma("busy_timeout = 10000");
       return async (term, body) => fencedUpdate(db, { table: "reports", key: { id: "daily" }, set: { body }, term });
+    }
+    case "postgres": {
+      const { default: pg } = await import("pg");
+      const { fencedUpdate } = await import("../../src/fencing/postgres.js");
+      // One connection, kept idle across the pause: the server does not close it meanwhile.
+      const pool = new pg.Pool({ connectionString: spec.url, max: 1 });
+      pool.on("error", () => undefined); // an idle connection's error: the next query opens another
+      return (term, body) => fencedUpdate(pool, { table: spec.table, key: { id: "daily" }, set: { body }, term });
     }
     case "dynamodb": {
       const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
@@ -81,6 +91,17 @@ export async function readResource(
         return { body: row.body, term: row.term };
       } finally {
         db.close();
+      }
+    }
+    case "postgres": {
+      const { default: pg } = await import("pg");
+      const client = new pg.Client({ connectionString: spec.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query(`SELECT body, term::int AS term FROM "${spec.table}" WHERE id = 'daily'`);
+        return { body: rows[0]?.body ?? "", term: rows[0]?.term };
+      } finally {
+        await client.end();
       }
     }
     case "dynamodb": {

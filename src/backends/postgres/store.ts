@@ -2,7 +2,7 @@
  * PostgreSQL store (`leasehold/stores/postgres`, docs/postgres.md), on node-postgres (`pg`, an
  * optional peer loaded on first use). One row per lease: `name` (bytewise order), `rev` (the CAS
  * token, a counter from 1) and `record`, the whole record as one JSON document, so record fields
- * added later need no migration. Options and the `postgres://` URL: src/backends/postgres.ts.
+ * added later need no migration. Options and the `postgres://` URL: ./backend.ts.
  *
  * Writes are one statement each, in autocommit: a create is `INSERT ... ON CONFLICT (name) DO
  * NOTHING`, a replace `UPDATE ... SET rev = rev + 1 WHERE name = $1 AND rev = $2`, both RETURNING
@@ -30,7 +30,7 @@
  * `statementTimeoutMs` + 1 s after it was sent (a dead network answers nothing), and its
  * connection closed.
  *
- * Push (`watch`): ./postgres-listener.ts. Reads: `get`, `getMany` (500 names per `= ANY($1)`),
+ * Push (`watch`): ./listener.ts. Reads: `get`, `getMany` (500 names per `= ANY($1)`),
  * `list` (pages of 200 in name order). Runtime-neutral: node-postgres does the I/O.
  */
 import type { Pool, PoolClient, QueryResultRow } from "pg";
@@ -275,7 +275,7 @@ export class PostgresStore extends CounterStore implements LeaseStore {
     if (this.ownsPool) await this.pool.end();
   }
 
-  /** Push: one stream of the lease, the current record first, then each newer one (./postgres-listener.ts). */
+  /** Push: one stream of the lease, the current record first, then each newer one (./listener.ts). */
   private async *follow(listener: PostgresListener, name: string, signal: AbortSignal): AsyncIterable<Stored | null> {
     validateRecordName(name);
     await this.ensureReady();
