@@ -166,6 +166,9 @@ function electorOn(clock: ManualClock, identity: string) {
     safetyMs: 100,
     jitter: 0,
     clock,
+    // It renews the lease's own record, so it meets what replaced it (a bound lease's leader
+    // writes only its session's record).
+    session: false,
   });
   const errors: Array<{ error: unknown; during: string }> = [];
   const elected: number[] = [];

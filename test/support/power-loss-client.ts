@@ -73,7 +73,16 @@ if (mode === "api-hold" || mode === "api-take") {
 } else if (mode === "elector") {
   const baseline = extra === "normal" ? ({ synchronous: "NORMAL", inline: true } as const) : {};
   const store = new Logged(new SqliteStore({ path: target }, baseline));
-  const elector = new Elector({ store, name, identity: who, leaseMs: 1000, renewMs: 100, retryMs: 100 });
+  // Renewing its own record: every acknowledged write is the lease's, which the test reads back.
+  const elector = new Elector({
+    store,
+    name,
+    identity: who,
+    leaseMs: 1000,
+    renewMs: 100,
+    retryMs: 100,
+    session: false,
+  });
   elector.on("elected", ({ term }) => say({ op: "elected", term }));
   elector.start();
 } else {
