@@ -184,3 +184,48 @@ describe.each([
     expect(keep.current.isLeader).toBe(true);
   });
 });
+
+describe("a rolling deploy: renewing Electors (leasehold before sessions) and default ones on one lease", () => {
+  it("a default Elector takes a renewing leader's lease at its release, and by observed time after a crash", async () => {
+    const w = world(new MemoryStore());
+    const old = w.elector(w.process(), { name: "jobs/roll", identity: "old", session: false });
+    const next = w.elector(w.process(), { name: "jobs/roll", identity: "new" });
+    old.start();
+    await w.clock.advance(0);
+    next.start();
+    await w.clock.advance(1000);
+    expect([old.current.isLeader, next.current.isLeader]).toEqual([true, false]);
+    await old.stop(); // released
+    await w.clock.advance(TIMING.pollMs);
+    expect(next.current).toMatchObject({ isLeader: true, term: 2 });
+
+    const old2 = w.elector(w.process(), { name: "jobs/roll2", identity: "old2", session: false });
+    const next2 = w.elector(w.process(), { name: "jobs/roll2", identity: "new2" });
+    old2.start();
+    await w.clock.advance(0);
+    next2.start();
+    await w.clock.advance(300);
+    await old2.stop({ release: false }); // as a crash: the record stays, unrenewed
+    await w.clock.advance(TIMING.leaseMs - 200);
+    expect(next2.current.isLeader).toBe(false);
+    await w.clock.advance(TIMING.pollMs * 2);
+    expect(next2.current).toMatchObject({ isLeader: true, term: 2 });
+  });
+
+  it("a renewing Elector never takes a lease a live session holds, says why, and takes it once released", async () => {
+    const w = world(new MemoryStore());
+    const next = w.elector(w.process(), { name: "jobs/roll", identity: "new" });
+    const old = w.elector(w.process(), { name: "jobs/roll", identity: "old", session: false });
+    const errors: string[] = [];
+    old.on("error", ({ error }) => errors.push(String(error)));
+    next.start();
+    await w.clock.advance(0);
+    old.start();
+    await w.clock.advance(TIMING.leaseMs * 5);
+    expect([next.current.isLeader, old.current.isLeader]).toEqual([true, false]);
+    expect(errors.some((e) => e.includes("is bound to the process session"))).toBe(true);
+    await next.stop(); // no successor registered (a renewing Elector does not register): released
+    await w.clock.advance(TIMING.pollMs);
+    expect(old.current).toMatchObject({ isLeader: true, term: 2 });
+  });
+});

@@ -18,7 +18,11 @@ export interface CandidateOptions {
   store: LeaseStore;
   /** The lease name (docs/design.md §1 pattern). */
   name: string;
-  /** This candidate's identity; unique per process. Default: a random id. */
+  /**
+   * The holder its records name; unique per process. Default: bound to the process session, the
+   * process's id (`process-<8 hex>`, with `-2` for a second candidate of one lease); renewing its
+   * own record (`session: false`), a random id per candidate.
+   */
   identity?: string;
   /** Lease duration after each renewal. Default 15000. */
   leaseMs?: number;
