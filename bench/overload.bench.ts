@@ -12,7 +12,10 @@
  * lost lease counts as renewals missed.
  *
  * Modes (BENCH_OVERLOAD_MODES, comma-separated; default both):
- * - `per-lease`: today's code, one Elector per lease, each renewing its own record;
+ * - `per-lease`: one Elector per lease renewing its own record (`session: false`, the default
+ *   before issue 31);
+ * - `default`: `new Elector({ store, name, leaseMs, renewMs })` as the README writes it, which
+ *   since issue 31 binds every lease to the process session;
  * - `session-bound`: issue #22 item 3, every lease a bound elector of one process session
  *   (`openSession`, one session write per renewal period whatever the number of leases).
  * BENCH_OVERLOAD_PATHS picks the paths (default `sqlite,api`), BENCH_OVERLOAD_SIZES the lease counts.
@@ -46,7 +49,7 @@ const STOP_MS = 30_000;
 const HEALTHY_RUN = 3;
 
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(",").map((s) => s.trim());
-const MODES = list("BENCH_OVERLOAD_MODES", "per-lease,session-bound");
+const MODES = list("BENCH_OVERLOAD_MODES", "per-lease,default,session-bound");
 const PATHS = list("BENCH_OVERLOAD_PATHS", "sqlite,api") as Path[];
 const SIZES = list("BENCH_OVERLOAD_SIZES", QUICK ? "1000" : "1000,10000").map(Number);
 
@@ -81,15 +84,38 @@ export type FleetFactory = (o: FleetOptions) => Promise<Fleet>;
 
 const FLEETS: Record<string, FleetFactory> = {
   "per-lease": perLeaseFleet,
+  default: defaultFleet,
   "session-bound": sessionBoundFleet,
 };
 
-/** Today: one Elector per lease, each the only candidate, renewing its own record every RENEW_MS. */
+/** One Elector per lease, each the only candidate, renewing its own record every RENEW_MS. */
 async function perLeaseFleet({ store, leases, prefix, probe }: FleetOptions): Promise<Fleet> {
   const electors = await startSpread(
     leases,
     probe,
-    (i) => new Elector({ store, name: `${prefix}/${i}`, identity: `p-${i}`, leaseMs: LEASE_MS, renewMs: RENEW_MS }),
+    (i) =>
+      new Elector({
+        store,
+        name: `${prefix}/${i}`,
+        identity: `p-${i}`,
+        leaseMs: LEASE_MS,
+        renewMs: RENEW_MS,
+        session: false,
+      }),
+  );
+  return { stop: () => Promise.all(electors.map((e) => e.stop({ release: false }))).then(() => undefined) };
+}
+
+/**
+ * The README's `new Elector`, one per lease, nothing else given: since issue 31 every one of them
+ * rides on the process session (a bound elector on `<prefix>/_sessions/slot-0`). Counted as the
+ * session-bound fleet is (below).
+ */
+async function defaultFleet({ store, leases, prefix, probe }: FleetOptions): Promise<Fleet> {
+  const electors = await startSpread(
+    leases,
+    probe,
+    (i) => new Elector({ store, name: `${prefix}/${i}`, leaseMs: LEASE_MS, renewMs: RENEW_MS }),
   );
   return { stop: () => Promise.all(electors.map((e) => e.stop({ release: false }))).then(() => undefined) };
 }

@@ -119,8 +119,10 @@ describe("key-affinity routing (nginx, consistent hash of the lease name)", () =
     await watching;
     await follower.stop();
     // C, which serves none of this lease's requests, followed it by its 200 ms re-read (which may
-    // see the release and the takeover as one change: the free states between are null).
-    expect(misrouted.filter((holder) => holder !== null)).toEqual(["leader", "follower"]);
+    // see the release and the takeover as one change: the free states between are null; and the
+    // follower's registration as successor rewrites the record with the same holder).
+    const holders = misrouted.filter((holder) => holder !== null);
+    expect(holders.filter((h, i) => i === 0 || holders[i - 1] !== h)).toEqual(["leader", "follower"]);
   });
 
   it("an instance that goes away: its leases move to the next instance on the ring, and requests keep working", async () => {
