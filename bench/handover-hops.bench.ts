@@ -14,10 +14,13 @@
  * nothing else); server stamps from bench/support/timed-api-process.ts, matched by writeId.
  *
  * Variants, each labelled with its path to the store:
- * - `Elector, HTTP API → SQLite`: today's Elector (pollMs default 1000, push via the API's watch);
- *   graceful stop = release (holder null), the follower's CAS takes it. Every hop above.
- * - `Elector, in-process MemoryStore`: the same two writes with no network or disk (the floor of
- *   the release + CAS shape). No server hops.
+ * - `Elector (default: process session)`: `new Elector` as the README writes it, which since
+ *   issue 31 rides on the process session: the follower registers, a graceful stop hands over in
+ *   one write (the hand-over hops below).
+ * - `Elector (session: false), HTTP API → SQLite`: an Elector renewing its own record (pollMs
+ *   default 1000, push via the API's watch); graceful stop = release (holder null), the follower's
+ *   CAS takes it. Every hop above. On MemoryStore: the same two writes with no network or disk
+ *   (the floor of the release + CAS shape). No server hops.
  * - `bound lease, direct hand-over`: two process sessions (`openSession`), the follower
  *   registered as successor; a graceful stop hands the lease over in one write (holder = the
  *   successor, term + 1) and the successor leads on the push, without a write. Over the HTTP API
@@ -48,17 +51,26 @@ type StorePath = "api" | "memory" | "sqlite";
 
 interface Variant {
   label: string;
-  kind: "elector" | "bound";
+  /** `elector`: `new Elector` as the README writes it (since issue 31 on the process session);
+   * `renewing`: an Elector renewing its own record (`session: false`), release then CAS;
+   * `bound`: `openSession` + `session.elector`, named sessions. */
+  kind: "elector" | "renewing" | "bound";
   store: StorePath;
 }
 
 const VARIANTS: Variant[] = [
-  { label: "Elector (pollMs default), HTTP API → SQLite", kind: "elector", store: "api" },
-  { label: "Elector (pollMs default), in-process MemoryStore", kind: "elector", store: "memory" },
-  { label: "bound lease, direct hand-over, HTTP API → SQLite", kind: "bound", store: "api" },
-  { label: "bound lease, direct hand-over, in-process MemoryStore", kind: "bound", store: "memory" },
-  { label: "Elector (pollMs default), SQLite directly (push by data_version)", kind: "elector", store: "sqlite" },
-  { label: "bound lease, direct hand-over, SQLite directly (push by data_version)", kind: "bound", store: "sqlite" },
+  { label: "Elector (default: process session), HTTP API → SQLite", kind: "elector", store: "api" },
+  {
+    label: "Elector (default: process session), SQLite directly (push by data_version)",
+    kind: "elector",
+    store: "sqlite",
+  },
+  { label: "Elector (session: false), HTTP API → SQLite", kind: "renewing", store: "api" },
+  { label: "Elector (session: false), in-process MemoryStore", kind: "renewing", store: "memory" },
+  { label: "Elector (session: false), SQLite directly (push by data_version)", kind: "renewing", store: "sqlite" },
+  { label: "bound lease (openSession), HTTP API → SQLite", kind: "bound", store: "api" },
+  { label: "bound lease (openSession), in-process MemoryStore", kind: "bound", store: "memory" },
+  { label: "bound lease (openSession), SQLite directly (push by data_version)", kind: "bound", store: "sqlite" },
 ];
 
 /** One candidate: its stamped store, its elector and how it is closed after the handover. */
@@ -188,8 +200,9 @@ async function oneHandover(
 ): Promise<Map<Hop, number | undefined> | string> {
   const make = (identity: string): Candidate => {
     const store = new Stamps(base());
-    if (v.kind === "elector") {
-      const elector = new Elector({ store, name, identity, leaseMs: LEASE_MS });
+    if (v.kind !== "bound") {
+      const session = v.kind === "elector";
+      const elector = new Elector({ store, name, identity, leaseMs: LEASE_MS, session });
       return { store, elector, close: () => elector.stop({ release: true }) };
     }
     const session = openSession({
