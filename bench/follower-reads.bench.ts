@@ -27,7 +27,13 @@ import { buildGoPeer, buildJavaPeer, type PeerArgs, type PeerCommand, PeerProces
 import { median, quantile, type Table } from "./table.js";
 
 const LEASES_MS = QUICK ? [2000, 10_000] : [2000, 6000, 10_000];
-const RUNS: Record<number, number> = QUICK ? { 2000: 1, 10000: 1 } : { 2000: 6, 6000: 4, 10000: 4 };
+/** Runs per lease length and scenario (BENCH_FOLLOWER_RUNS=n for n at every length). */
+const RUNS_EACH = Number(process.env.BENCH_FOLLOWER_RUNS ?? 0);
+const RUNS: Record<number, number> = QUICK
+  ? { 2000: 1, 10000: 1 }
+  : RUNS_EACH > 0
+    ? { 2000: RUNS_EACH, 6000: RUNS_EACH, 10000: RUNS_EACH }
+    : { 2000: 6, 6000: 4, 10000: 4 };
 /** Both lock clients' default refresh period (acquireLock's poll of a held lock). */
 const REFRESH_MS = 1000;
 
@@ -109,11 +115,11 @@ async function contenders(): Promise<Contender[]> {
     }
   };
   return [
-    electorContender("leasehold Elector (TypeScript), defaults (pollMs 1000)", {}),
-    // The poll of the code before #22 (retryMs = leaseMs / 7.5), side by side in the same run.
-    electorContender("leasehold Elector, pollMs leaseMs / 7.5 (the poll before #22)", (leaseMs) => ({
-      pollMs: Math.floor(leaseMs / 7.5),
-    })),
+    // The README's Elector: since issue 31 on the process session (the follower also looks at the
+    // leader's session record every max(pollMs, retryMs); a graceful stop hands over in one write).
+    electorContender("leasehold Elector (TypeScript), defaults: process session", {}),
+    // The Elector renewing its own record (the default before issue 31), side by side.
+    electorContender("leasehold Elector, session: false (renews its own record)", { session: false }),
     await peer("Go lock client (cirello.io/dynamolock/v2)", buildGoPeer),
     await peer("Java lock client (awslabs 1.3.0)", buildJavaPeer),
   ];
@@ -131,7 +137,9 @@ function electorContender(
   return {
     label,
     how: (leaseMs) =>
-      `poll every pollMs ${extraOf(leaseMs).pollMs ?? 1000} ms (takeover at the observed expiry), renew every ${Math.floor(leaseMs / 3)} ms`,
+      extraOf(leaseMs).session === false
+        ? `poll every pollMs 1000 ms (takeover at the observed expiry), renew every ${Math.floor(leaseMs / 3)} ms`
+        : `poll the lease every 1000 ms and the leader's session every max(1000, leaseMs / 7.5) ms, session renewed every ${Math.floor(leaseMs / 3)} ms`,
     start: (args) => {
       const client = dynamoClient(args.endpoint);
       const elector = new Elector({
