@@ -417,7 +417,7 @@ export class BoundElector extends ElectorLoop<Held> {
     if (mine) return this.fromOwnWrite(mine.stored);
     let plan: Plan;
     try {
-      plan = await this.plan(o.stored);
+      plan = await this.plan(o.stored, o.at);
     } catch (error) {
       this.events.emit("error", { error, during: "read" });
       return this.wait(this.retryDelay());
@@ -444,8 +444,11 @@ export class BoundElector extends ElectorLoop<Held> {
     this.nextPollAt = this.session.clock.now() + (this.push.live ? Math.max(poll, this.leaseMs) : poll);
   }
 
-  /** What to do about L as last observed (see the header). May read or fence the session L names. */
-  private async plan(stored: Stored | null): Promise<Plan> {
+  /**
+   * What to do about L as last observed (see the header), first seen at `seenAt`. May read or
+   * fence the session L names.
+   */
+  private async plan(stored: Stored | null, seenAt: number): Promise<Plan> {
     const now = this.session.clock.now();
     const myTerm = this.session.validTerm();
     // Without a valid session of our own nothing can be taken: wait for it (its event wakes us).
@@ -465,20 +468,22 @@ export class BoundElector extends ElectorLoop<Held> {
       return { kind: "acquire" };
     }
     const observer = this.session.observer;
+    // An observation older than L's record may be of an earlier tenure of that session: the
+    // verdict asks for a fresher one where that matters (a record missing or of an older term).
     let obs = observer.known(bound.name) ?? (await observer.look(bound.name, now));
-    let verdict = observer.verdict(bound, obs, r.leaseMs);
+    let verdict = observer.verdict(bound, obs, r.leaseMs, seenAt);
     if (verdict.kind === "live" && verdict.lookAt <= now) {
       obs = await observer.look(bound.name, verdict.lookAt);
-      verdict = observer.verdict(bound, obs, r.leaseMs);
+      verdict = observer.verdict(bound, obs, r.leaseMs, seenAt);
     }
     if (verdict.kind === "expired" && obs.readAt < now - this.retryMs) {
       // Judged on its stamps from an old read: see that it still stands before writing.
       obs = await observer.look(bound.name, now);
-      verdict = observer.verdict(bound, obs, r.leaseMs);
+      verdict = observer.verdict(bound, obs, r.leaseMs, seenAt);
     }
     if (verdict.kind === "expired") {
       await observer.fence(verdict.stored);
-      verdict = observer.verdict(bound, observer.known(bound.name)!, r.leaseMs);
+      verdict = observer.verdict(bound, observer.known(bound.name)!, r.leaseMs, seenAt);
       if (verdict.kind !== "over") return { kind: "wait", until: now + this.retryDelay() };
     }
     if (verdict.kind === "over") return { kind: "acquire" };

@@ -87,15 +87,22 @@ export class SessionObserver {
     return done;
   }
 
-  /** The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for a missing record. */
-  verdict(ref: SessionRef, obs: Observation, fallbackMs: number): Verdict {
+  /**
+   * The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for a
+   * missing record; `namedSince` is when the lease record naming `ref` was first seen (monotonic).
+   */
+  verdict(ref: SessionRef, obs: Observation, fallbackMs: number, namedSince: number): Verdict {
     const r = obs.stored?.record;
     if (r && (r.term > ref.term || (r.term === ref.term && r.holder === null))) return { kind: "over" };
     if (!r || r.term < ref.term) {
+      // A read sent before the lease was seen naming this tenure may predate the tenure itself
+      // (its owner re-established the session since, at the next term): it says nothing about
+      // it. Look again now; only a read sent after that instant can show the tenure missing.
+      if (obs.readAt < namedSince) return { kind: "live", lookAt: namedSince };
       // No record of that tenure (deleted, or replaced outside the library): its owner cannot
       // renew it (a renewal is a compare-and-swap on its own revision), so once this state has
-      // stood for a lease it is over; nothing to fence.
-      const lookAt = obs.at + fallbackMs;
+      // stood for a lease since the tenure was named it is over; nothing to fence.
+      const lookAt = Math.max(obs.at, namedSince) + fallbackMs;
       return obs.readAt >= lookAt ? { kind: "over" } : { kind: "live", lookAt };
     }
     const stored = obs.stored!;
