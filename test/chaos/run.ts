@@ -7,8 +7,10 @@
  *   npm run chaos -- --sharded                      only the sharded scenarios (npm run chaos:sharded)
  *   npm run chaos -- --mode bound                   elector scenarios of one mode: plain, bound or
  *                                                   mixed (default all three; scenario.ts)
+ *   npm run chaos -- --api --runs 100               elector scenarios through the HTTP API's app
+ *                                                   (api-world.ts) instead of straight to the store
  *   npm run chaos -- --runs 2000 --from 7000        other seeds (--runs applies to each kind)
- *   npm run chaos -- --seed 123 --mode bound --backend sqlite
+ *   npm run chaos -- --seed 123 --mode bound --backend sqlite [--api]
  *                                                   replay one elector scenario with its timeline
  *                                                   (every mode and backend not named)
  *   npm run chaos -- --sharded --seed 7             replay one sharded scenario
@@ -26,6 +28,7 @@ const { values } = parseArgs({
     sharded: { type: "boolean", default: false },
     plain: { type: "boolean", default: false },
     mode: { type: "string" },
+    api: { type: "boolean", default: false },
     from: { type: "string", default: "1" },
     seed: { type: "string" },
     backend: { type: "string" },
@@ -40,8 +43,8 @@ if (values.mode !== undefined && !MODES.includes(values.mode as Mode)) {
   console.error(`--mode is one of ${MODES.join(", ")} (give none for all three)`);
   process.exit(2);
 }
-if (values.sharded && values.mode !== undefined) {
-  console.error("--mode is for the elector scenarios, not --sharded");
+if (values.sharded && (values.mode !== undefined || values.api)) {
+  console.error("--mode and --api are for the elector scenarios, not --sharded");
   process.exit(2);
 }
 const backends: Backend[] =
@@ -68,9 +71,9 @@ type Outcome<S> = {
 
 const electorLanes = modes.flatMap((mode) =>
   backends.map((backend) => ({
-    label: `${mode} ${backend}`,
-    run: (seed: number, verbose: boolean) => runScenario(seed, backend, { mode, verbose }),
-    replay: `--mode ${mode} --backend ${backend}`,
+    label: `${mode} ${backend}${values.api ? " api" : ""}`,
+    run: (seed: number, verbose: boolean) => runScenario(seed, backend, { mode, verbose, api: values.api }),
+    replay: `--mode ${mode} --backend ${backend}${values.api ? " --api" : ""}`,
   })),
 );
 const shardedLanes = backends.map((backend) => ({

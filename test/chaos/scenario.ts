@@ -16,6 +16,7 @@
  *   bound to a session (by design), so only safety is asserted there, not liveness.
  */
 
+import { HttpStore } from "../../src/backends/http/store.js";
 import { MemoryStore } from "../../src/backends/memory/store.js";
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { openSession } from "../../src/bound/session.js";
@@ -23,6 +24,8 @@ import { ManualClock } from "../../src/clock.js";
 import { type LeaderContext, type LeaderElector, runAsLeader, runLeader } from "../../src/elector/run-as-leader.js";
 import type { Elector } from "../../src/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
+import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
+import { SIM_API_URL, SimServer } from "./api-world.js";
 import { type AppliedPut, ChaosStore, type FaultProfile, Network } from "./chaos-store.js";
 import { checkTrace, type Election, SafeWindowTracker } from "./checker.js";
 import { FencedResource } from "./fenced-resource.js";
@@ -56,6 +59,12 @@ export interface ScenarioOptions {
   driftFactor?: number;
   /** Replace the fenced resource's rule with "accept everything" (checker self-test). */
   unfenced?: boolean;
+  /**
+   * Candidates reach the store only through the HTTP API (api-world.ts): HttpStores over the
+   * chaos network to the API's app on a server with its own skewed wall clock, whose holding
+   * rules judge every write. Followers poll (no push).
+   */
+  api?: boolean;
 }
 
 export interface ScenarioStats {
@@ -77,6 +86,8 @@ export interface ScenarioStats {
   /** Fenced writes sent by a candidate that believed it led but was past its safe window. */
   staleWrites: number;
   electorErrors: number;
+  /** With `api`: writes the server's holding rules refused (409). */
+  apiRefusals: number;
   virtualMs: number;
 }
 
@@ -202,6 +213,13 @@ export async function runScenario(
   const settle = async () => {
     await immediate();
     await immediate();
+    // The server's own asynchronous steps (digests) are not the clock's: let every request it is
+    // serving finish before time moves on, so a seed replays exactly.
+    while (server?.busy) {
+      await server.idle();
+      await immediate();
+      await immediate();
+    }
     for (const i of instances) tracker.sample(i.label, clock.now(), belief(i));
   };
   const log = (line: string) => {
@@ -210,6 +228,7 @@ export async function runScenario(
 
   const inner: LeaseStore = backend === "memory" ? new MemoryStore() : new SqliteStore({ path: ":memory:" });
   const network = new Network(clock, rng.fork(), profile);
+  let server: SimServer | undefined;
   const resource = new FencedResource();
   if (options.unfenced) resource.land = unfencedLand(resource);
   const elections: Election[] = [];
@@ -230,17 +249,24 @@ export async function runScenario(
     originMs: clockRng.int(0, 100) * t.leaseMs,
   }));
   for (const m of monotonic) if (m.driftRate !== 0) network.count("clock-drift");
+  if (options.api) {
+    // Drawn only with the API, so the other seeds' draws stay as they were.
+    const offset = Math.round(rng.fork().between(-skew, skew) * t.maxSkewMs);
+    if (offset !== 0) network.count("wall-skew");
+    server = new SimServer(inner, network, clock, offset, settle, t.maxSkewMs);
+    log(`the API serves with its wall clock offset ${offset} ms`);
+  }
   // Drawn only in mixed mode, so a plain or bound seed's other draws stay as they were.
   const kindRng = mode === "mixed" ? rng.fork() : undefined;
   const kinds: Kind[] = Array.from({ length: slots }, () =>
     mode === "mixed" ? (kindRng!.chance(0.5) ? "bound" : "plain") : mode,
   );
   if (options.verbose) {
-    // Every write to the lease; to a session record only a change of holder or term (no renewals).
+    // Each write that changes a record's holder, term or successor (renewals left out).
     const last = new Map<string, string>();
     network.onApply = (w) => {
       const what = `term ${w.term} holder ${w.holder}${w.successor ? ` successor ${w.successor}` : ""}`;
-      if (w.name !== LEASE && last.get(w.name) === what) return;
+      if (last.get(w.name) === what) return;
       last.set(w.name, what);
       log(`store applies ${w.name} ${what} (from ${w.sender})`);
     };
@@ -272,7 +298,17 @@ export async function runScenario(
     };
     instances.push(instance);
     const random = rng.fork();
-    const store = new ChaosStore(inner, network, process);
+    const store: LeaseStore = server
+      ? new StoreWrapper(
+          new HttpStore({
+            baseUrl: SIM_API_URL,
+            fetch: server.fetchFor(process),
+            instance: `chaos-instance-${label.replace("#", "-")}`,
+            timeoutMs: t.leaseMs,
+          }),
+          { without: ["watch"] },
+        )
+      : new ChaosStore(inner, network, process);
     log(
       `${label} starts ${kind} (wall offset ${wallOffsets[slot]} ms, monotonic rate ${process.clock.rate}, origin ${process.clock.originMs})`,
     );
@@ -450,7 +486,7 @@ export async function runScenario(
     seed,
     backend,
     mode,
-    summary: `${mode === "mixed" ? `mixed (${kinds.join("/")})` : mode}: ${slots} candidates, lease ${t.leaseMs} ms, renew ${t.renewMs}, retry ${t.retryMs}, safety ${t.safetyMs}, maxSkew ${t.maxSkewMs}, drift ${monotonic.map((m) => m.driftRate?.toFixed(4)).join("/")}, ${durationMs} ms, watch ${profile.watch}`,
+    summary: `${mode === "mixed" ? `mixed (${kinds.join("/")})` : mode}: ${slots} candidates, lease ${t.leaseMs} ms, renew ${t.renewMs}, retry ${t.retryMs}, safety ${t.safetyMs}, maxSkew ${t.maxSkewMs}, drift ${monotonic.map((m) => m.driftRate?.toFixed(4)).join("/")}, ${durationMs} ms, ${server ? "through the API" : `watch ${profile.watch}`}`,
     violations,
     stats: {
       faults: Object.fromEntries(network.faults),
@@ -461,6 +497,7 @@ export async function runScenario(
       fencedRejected: resource.rejected,
       staleWrites,
       electorErrors,
+      apiRefusals: server?.answers.get(409) ?? 0,
       virtualMs: durationMs,
     },
     timeline,

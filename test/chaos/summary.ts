@@ -81,6 +81,7 @@ export function renderTotals(byBackend: Map<string, ChaosTotals>, wallMs: number
       ["fenced writes accepted", (t) => t.fencedAccepted],
       ["fenced writes rejected", (t) => t.fencedRejected],
       ["writes by leaders past their safe window", (t) => t.staleWrites],
+      ["writes the API's holding rules refused (409)", (t) => t.apiRefusals],
     ],
   );
 }
