@@ -352,7 +352,8 @@ export async function runScenario(
         });
       }
     };
-    const failed = (error: unknown) => violations.push(`harness: ${label} runAsLeader failed: ${String(error)}`);
+    const failed = (error: unknown) =>
+      violations.push(`harness: ${label} ${kind === "plain" ? "runAsLeader" : "runLeader"} failed: ${String(error)}`);
     if (kind === "plain") {
       runAsLeader({ ...timing, store, name: LEASE, signal: instance.stop.signal, onElector: watch }, work).catch(
         failed,
