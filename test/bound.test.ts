@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
+import { SessionObserver } from "../src/bound/observer.js";
 import { sameSuccessor } from "../src/bound/refs.js";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
@@ -13,6 +14,7 @@ import { Elector } from "../src/elector.js";
 import { isLeaseValidationError, LeaseStillHeldError } from "../src/errors.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { describeBoundContract } from "../src/testkit/bound-contract.js";
+import { makeRecord } from "../src/testkit/safety-cases.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 
@@ -236,5 +238,57 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     expect(asked.filter((k) => k === "acquire")).toHaveLength(bStore.writes);
     expect(asked.filter((k) => k === "poll")).toHaveLength(bStore.reads);
     await b.close({ release: false });
+  });
+});
+
+describe("bound leases: a tenure is judged on reads sent after a lease named it", () => {
+  const name = "_sessions/h";
+  const observe = () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const observer = new SessionObserver({
+      store,
+      clock,
+      maxSkewMs: 0,
+      callTimeoutMs: 1000,
+      pollMs: 100,
+      identity: "f",
+    });
+    return { clock, store, observer };
+  };
+
+  it("a read of the session's earlier term does not end the term a lease names now", async () => {
+    // The chaos harness found it (npm run chaos -- --seed 79 --mode bound --backend memory): a
+    // follower that had watched h's session 1 stand still for a lease read a lease h had just
+    // taken under session 2, judged session 2 on that old read ("an older term for a lease:
+    // over") and took the lease while h led it.
+    const { clock, store, observer } = observe();
+    const first = await store.put(
+      makeRecord(name, { holder: "h", term: 1, leaseMs: 1000, renewedAt: clock.wallNow() }),
+      null,
+    );
+    await observer.look(name, clock.now());
+    await clock.advance(1000);
+    const stale = await observer.look(name, clock.now());
+    expect(observer.verdict({ name, term: 1 }, stale, 1000, 0).kind).toBe("expired");
+    // h starts session 2 on its own record and takes a lease under it; the follower reads that lease.
+    const second = makeRecord(name, { holder: "h", term: 2, leaseMs: 1000, renewedAt: clock.wallNow() });
+    await store.put(second, first.revision);
+    await clock.advance(10);
+    const namedSince = clock.now();
+    expect(observer.verdict({ name, term: 2 }, stale, 1000, namedSince)).toEqual({ kind: "live", lookAt: namedSince });
+    const fresh = await observer.look(name, namedSince);
+    expect(fresh.stored?.record.term).toBe(2);
+    expect(observer.verdict({ name, term: 2 }, fresh, 1000, namedSince).kind).toBe("live");
+  });
+
+  it("a session record missing from when a lease named it is over a lease later", async () => {
+    const { clock, observer } = observe();
+    const namedSince = clock.now();
+    const missing = await observer.look(name, namedSince);
+    expect(observer.verdict({ name, term: 1 }, missing, 1000, namedSince)).toEqual({ kind: "live", lookAt: 1000 });
+    await clock.advance(1000);
+    const still = await observer.look(name, 1000);
+    expect(observer.verdict({ name, term: 1 }, still, 1000, namedSince)).toEqual({ kind: "over" });
   });
 });

@@ -446,7 +446,10 @@ export class BoundElector extends ElectorLoop<Held> {
     this.nextPollAt = this.session.clock.now() + (this.push.live ? Math.max(poll, this.leaseMs) : poll);
   }
 
-  /** What to do about L as last observed (see the header). May read or fence the session L names. */
+  /**
+   * What to do about L as last observed (see the header), first seen at `seenAt`. May read or
+   * fence the session L names.
+   */
   private async plan(stored: Stored | null, seenAt: number): Promise<Plan> {
     const now = this.session.clock.now();
     const myTerm = this.session.validTerm();
@@ -467,6 +470,8 @@ export class BoundElector extends ElectorLoop<Held> {
       return { kind: "acquire" };
     }
     const observer = this.session.observer;
+    // An observation older than L's record may be of an earlier tenure of that session: the
+    // verdict asks for a fresher one where that matters (a record missing or of an older term).
     let obs = observer.known(bound.name) ?? (await observer.look(bound.name, now));
     let verdict = observer.verdict(bound, obs, r.leaseMs, seenAt);
     if (verdict.kind === "live" && verdict.lookAt <= now) {

@@ -55,7 +55,7 @@ export class SessionObserver {
       clock: Clock;
       maxSkewMs: number;
       callTimeoutMs: number;
-      /** How often a live session is looked at again (the larger of pollMs and retryMs). */
+      /** How often a live session is looked at again (the session's retryMs). */
       pollMs: number;
       /** Who fences: written into the fenced record as `fenced`, for status. */
       identity: string;
@@ -88,19 +88,21 @@ export class SessionObserver {
   }
 
   /**
-   * The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for
-   * a missing record, and `since` the monotonic instant the lease naming `ref` was first seen.
+   * The tenure `ref` judged on `obs` (see the header); `fallbackMs` is the lease's own leaseMs for a
+   * missing record; `namedSince` is when the lease record naming `ref` was first seen (monotonic).
    */
-  verdict(ref: SessionRef, obs: Observation, fallbackMs: number, since: number): Verdict {
+  verdict(ref: SessionRef, obs: Observation, fallbackMs: number, namedSince: number): Verdict {
     const r = obs.stored?.record;
     if (r && (r.term > ref.term || (r.term === ref.term && r.holder === null))) return { kind: "over" };
     if (!r || r.term < ref.term) {
+      // A read sent before the lease was seen naming this tenure may predate the tenure itself
+      // (its owner re-established the session since, at the next term): it says nothing about
+      // it. Look again now; only a read sent after that instant can show the tenure missing.
+      if (obs.readAt < namedSince) return { kind: "live", lookAt: namedSince };
       // No record of that tenure (deleted, or replaced outside the library): its owner cannot
       // renew it (a renewal is a compare-and-swap on its own revision), so once this state has
-      // stood for a lease it is over; nothing to fence. Counted from when the lease naming the
-      // tenure was seen at the earliest: an observation made before then may simply predate the
-      // tenure (its session re-established at term + 1 since), and proves nothing about it.
-      const lookAt = Math.max(obs.at, since) + fallbackMs;
+      // stood for a lease since the tenure was named it is over; nothing to fence.
+      const lookAt = Math.max(obs.at, namedSince) + fallbackMs;
       return obs.readAt >= lookAt ? { kind: "over" } : { kind: "live", lookAt };
     }
     const stored = obs.stored!;

@@ -79,6 +79,8 @@ export interface AppliedPut {
   sender: string;
   holder: string | null;
   term: number;
+  /** The registered successor's holder, when the record names one (a bound lease's `successor`). */
+  successor?: string;
 }
 
 interface Held {
@@ -91,6 +93,8 @@ const never = <T>() => new Promise<T>(() => undefined);
 export class Network {
   readonly faults = new Map<string, number>();
   readonly applied: AppliedPut[] = [];
+  /** Told of every applied put as it applies (a scenario's timeline). */
+  onApply: ((put: AppliedPut) => void) | undefined;
   private held: Held[] = [];
   /** Processes cut off from the store, by label. */
   private readonly partitioned = new Set<string>();
@@ -185,13 +189,11 @@ export class Network {
   async arrive(sender: string, put: () => Promise<Stored>): Promise<Stored> {
     try {
       const stored = await put();
-      this.applied.push({
-        at: this.clock.now(),
-        name: stored.record.name,
-        sender,
-        holder: stored.record.holder,
-        term: stored.record.term,
-      });
+      const r = stored.record;
+      const applied: AppliedPut = { at: this.clock.now(), name: r.name, sender, holder: r.holder, term: r.term };
+      if (r.successor) applied.successor = r.successor.holder;
+      this.applied.push(applied);
+      this.onApply?.(applied);
       return stored;
     } finally {
       const overtaken = this.held.filter((h) => h.sender !== sender);

@@ -2,7 +2,8 @@
  * The safety checker (docs/design.md §3), over what the candidates believed and did:
  *
  * 1. One holder per term: each term was won by one candidate instance, and every record the store
- *    applied with a holder names one holder per term.
+ *    applied with a holder names one holder per term. Only the lease's own records count: a bound
+ *    lease's session records live in the same store under other names, with terms of their own.
  * 2. Terms strictly increase over time (elections in the order they happened).
  * 3. No two candidates inside their safe windows at once, on true time. A candidate is inside its
  *    safe window while it believes it leads (elected, signal not aborted) and true time is before
@@ -34,6 +35,8 @@ export interface SafeWindow {
 }
 
 export interface StoreWrite {
+  /** The record written; writes to other records than `Trace.lease` are not the lease's terms. */
+  name?: string;
   holder: string | null;
   term: number;
 }
@@ -44,6 +47,8 @@ export interface Trace {
   windows: SafeWindow[];
   /** Records the store applied (for memory/SQLite on the manual clock); omitted when unknown. */
   storeWrites?: StoreWrite[];
+  /** The lease's name: when given, only `storeWrites` to it are judged (sessions share the store). */
+  lease?: string;
   /** Fenced writes in the order the resource applied them. */
   fenced: FencedWrite[];
 }
@@ -57,7 +62,7 @@ export function checkTrace(trace: Trace): string[] {
   ];
 }
 
-export function checkOneHolderPerTerm(trace: Pick<Trace, "elections" | "storeWrites">): string[] {
+export function checkOneHolderPerTerm(trace: Pick<Trace, "elections" | "storeWrites" | "lease">): string[] {
   const out: string[] = [];
   const winner = new Map<number, Election>();
   for (const e of trace.elections) {
@@ -71,7 +76,7 @@ export function checkOneHolderPerTerm(trace: Pick<Trace, "elections" | "storeWri
   if (!trace.storeWrites) return out;
   const holders = new Map<number, string>();
   for (const w of trace.storeWrites) {
-    if (w.holder === null) continue;
+    if (w.holder === null || (trace.lease !== undefined && w.name !== trace.lease)) continue;
     const seen = holders.get(w.term);
     if (seen === undefined) holders.set(w.term, w.holder);
     else if (seen !== w.holder) out.push(`store applied term ${w.term} for two holders: ${seen} and ${w.holder}`);

@@ -5,7 +5,7 @@ import { ManualClock } from "../../src/clock.js";
 import { LeaseConflictError } from "../../src/errors.js";
 import { makeRecord } from "../../src/testkit/store-contract.js";
 import { ChaosStore, Network, NO_FAULTS } from "./chaos-store.js";
-import { checkTrace, SafeWindowTracker } from "./checker.js";
+import { checkTrace, SafeWindowTracker, type Trace } from "./checker.js";
 import { Prng } from "./prng.js";
 import { type MonotonicFaults, SimProcess } from "./process.js";
 
@@ -163,6 +163,124 @@ describe("checker", () => {
         ),
       ]),
     );
+  });
+
+  describe("fails one doctored trace per invariant (none is vacuous)", () => {
+    const LEASE = "chaos/lease";
+    // Two clean tenures; the session records share the store with terms of their own.
+    const clean = (): Trace => ({
+      elections: [election("a", 1, 0), election("b", 2, 1000)],
+      windows: [
+        { candidate: "a", term: 1, start: 0, end: 900 },
+        { candidate: "b", term: 2, start: 1000, end: 1900 },
+      ],
+      storeWrites: [
+        { name: "chaos/_sessions/a", holder: "a", term: 1 },
+        { name: LEASE, holder: "a", term: 1 },
+        { name: "chaos/_sessions/b", holder: "b", term: 1 },
+        { name: "chaos/_sessions/b", holder: "b", term: 2 },
+        { name: LEASE, holder: "b", term: 2 },
+      ],
+      lease: LEASE,
+      fenced: [
+        { writer: "a", term: 1, sentAt: 10, landedAt: 10, accepted: true },
+        { writer: "b", term: 2, sentAt: 1100, landedAt: 1100, accepted: true },
+        { writer: "a", term: 1, sentAt: 1500, landedAt: 1500, accepted: false },
+      ],
+    });
+    const cases: Array<{ invariant: string; doctor: (t: Trace) => void; names: RegExp; also?: RegExp }> = [
+      {
+        invariant: "a term won by two candidates",
+        // A restarted process (b#2, same identity) claims b's term.
+        doctor: (t) => t.elections.splice(1, 0, { candidate: "b#2", identity: "b", term: 2, at: 1000 }),
+        names: /^term 2 won twice: by b#2 at 1000 and by b at 1000$/,
+        also: /^terms went from 2 \(b#2 at 1000\) to 2 \(b at 1000\)$/,
+      },
+      {
+        invariant: "one candidate elected twice for a term",
+        doctor: (t) => t.elections.push(election("b", 2, 1000)),
+        names: /^term 2 elected twice for b \(at 1000 and 1000\)$/,
+        also: /^terms went from 2 \(b at 1000\) to 2 \(b at 1000\)$/,
+      },
+      {
+        invariant: "the store applied one term for two holders",
+        doctor: (t) => t.storeWrites!.push({ name: LEASE, holder: "c", term: 2 }),
+        names: /^store applied term 2 for two holders: b and c$/,
+      },
+      {
+        invariant: "elected, but the store never applied that term for the winner",
+        // Term 2 written only to b's session record: not the lease's term 2.
+        doctor: (t) => {
+          t.storeWrites = t.storeWrites!.filter((w) => !(w.name === LEASE && w.term === 2));
+        },
+        names: /^b elected at term 2 but the store never applied that term for b$/,
+      },
+      {
+        invariant: "terms increase",
+        doctor: (t) => {
+          t.elections = [election("b", 2, 0), election("a", 1, 1000)];
+          t.windows = [];
+          t.fenced = [];
+        },
+        names: /^terms went from 2 \(b at 0\) to 1 \(a at 1000\)$/,
+      },
+      {
+        invariant: "elections in time order",
+        doctor: (t) => {
+          t.elections = [election("a", 1, 1000), election("b", 2, 0)];
+        },
+        names: /^elections recorded out of time order: 1000 then 0$/,
+      },
+      {
+        invariant: "no two candidates inside their safe windows at once",
+        doctor: (t) => {
+          t.windows[1]!.start = 800;
+        },
+        names: /^two candidates inside their safe windows at once: a term 1 \[0, 900\) and b term 2 \[800, 1900\)$/,
+      },
+      {
+        invariant: "a lower term's window ends before a higher term's begins",
+        doctor: (t) => {
+          t.windows[0] = { candidate: "a", term: 1, start: 2000, end: 2500 };
+        },
+        names: /^a higher term's window came first: b term 2 \[1000, 1900\) before a term 1 \[2000, 2500\)$/,
+      },
+      {
+        invariant: "the resource never accepts a lower term after a higher one",
+        doctor: (t) => t.fenced.push({ writer: "a", term: 1, sentAt: 1200, landedAt: 1200, accepted: true }),
+        names: /^resource accepted term 1 from a after term 2$/,
+      },
+      {
+        invariant: "the resource accepts a term only from its winner",
+        doctor: (t) => t.fenced.push({ writer: "c", term: 2, sentAt: 1200, landedAt: 1200, accepted: true }),
+        names: /^resource accepted term 2 from c, but that term was won by b$/,
+      },
+      {
+        invariant: "the resource never rejects a write sent and landed inside its writer's safe window",
+        doctor: (t) => t.fenced.push({ writer: "b", term: 2, sentAt: 1200, landedAt: 1200, accepted: false }),
+        names: /^resource rejected term 2 from b, sent at 1200 and landed at 1200 inside its safe window$/,
+      },
+    ];
+
+    it("passes the clean trace, whose session records reuse the lease's terms", () => {
+      expect(checkTrace(clean())).toEqual([]);
+      // Judged as the lease's own, those session records would be two holders for term 1.
+      const { lease: _judgedAsTheLease, ...unfiltered } = clean();
+      expect(checkTrace(unfiltered)).toEqual(["store applied term 1 for two holders: a and b"]);
+    });
+
+    it.each(cases)("fails when broken: $invariant", ({ doctor, names, also }) => {
+      const trace = clean();
+      doctor(trace);
+      const violations = checkTrace(trace);
+      expect(violations).toContainEqual(expect.stringMatching(names));
+      // Nothing else is reported but what this breakage necessarily implies.
+      for (const v of violations)
+        expect(
+          [names, also].some((re) => re?.test(v)),
+          v,
+        ).toBe(true);
+    });
   });
 
   it("SafeWindowTracker ends a window at leaderUntil even if the belief lingers (a paused leader)", () => {

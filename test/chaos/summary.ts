@@ -7,6 +7,8 @@ import type { ShardedScenarioStats } from "./sharded-scenario.js";
 interface Result<S> {
   seed: number;
   backend: string;
+  /** Which candidates competed (single-lease scenarios). */
+  mode?: string;
   violations: string[];
   stats: S & { faults: Record<string, number> };
 }
@@ -35,12 +37,12 @@ export function addResult<S>(totals: Totals<S>, r: Result<S>): void {
   }
   for (const [kind, n] of Object.entries(r.stats.faults)) totals.faults.set(kind, (totals.faults.get(kind) ?? 0) + n);
   totals.violations += r.violations.length;
-  if (r.violations.length > 0) totals.failedSeeds.push(`${r.backend}:${r.seed}`);
+  if (r.violations.length > 0) totals.failedSeeds.push(`${r.mode ? `${r.mode}/` : ""}${r.backend}:${r.seed}`);
 }
 
 type Row<S> = [label: string, value: (t: Totals<S>) => number];
 
-/** One column per backend: scenarios, virtual time, faults by kind, then `rows`, violations, failing seeds. */
+/** One column per backend (or mode and backend): scenarios, virtual time, faults by kind, then `rows`, violations, failing seeds. */
 function render<S>(title: string, note: string, byBackend: Map<string, Totals<S>>, rows: Array<Row<S>>): string {
   const backends = [...byBackend.keys()];
   const column = (f: (t: Totals<S>) => string | number) => backends.map((b) => f(byBackend.get(b)!));
@@ -66,14 +68,20 @@ const realTime = (wallMs: number) => `${Math.round(wallMs / 100) / 10} s of real
 export function renderTotals(byBackend: Map<string, ChaosTotals>, wallMs: number): string {
   return render<ScenarioStats>(
     "leasehold chaos run",
-    `Seeded scenarios on the manual clock; ${realTime(wallMs)}.`,
+    `Seeded scenarios on the manual clock, one column per mode and backend; ${realTime(wallMs)}.`,
     byBackend,
     [
       ["faults: total", (t) => [...t.faults.values()].reduce((a, b) => a + b, 0)],
       ["leadership changes (elections)", (t) => t.elections],
+      ["elections by session-bound candidates", (t) => t.boundElections],
+      ["successors registered", (t) => t.registrations],
+      ["hand-overs written (graceful stops)", (t) => t.handovers],
+      ["elections of a handed-over term", (t) => t.handoverElections],
+      ["expired sessions fenced", (t) => t.sessionFences],
       ["fenced writes accepted", (t) => t.fencedAccepted],
       ["fenced writes rejected", (t) => t.fencedRejected],
       ["writes by leaders past their safe window", (t) => t.staleWrites],
+      ["writes the API's holding rules refused (409)", (t) => t.apiRefusals],
     ],
   );
 }
