@@ -61,7 +61,7 @@ export class Admission {
 
   constructor(
     readonly bounds: AdmissionBounds,
-    /** How late the event loop is now, in ms (src/api/lateness.ts). */
+    /** How late the event loop is now, in ms (src/elector/lateness.ts). */
     private readonly lateness: () => number,
     private readonly refused: RefusalListener = () => undefined,
   ) {}

@@ -33,9 +33,9 @@ import { registerOpsRoutes } from "./routes/ops.js";
 import { registerWatchRoute } from "./routes/watch.js";
 import { buildDeps } from "./services.js";
 
+export { LatenessProbe } from "../elector/lateness.js";
 export type { AdmissionOptions, ApiLimits, AppOptions } from "./app-options.js";
 export type { StreamSupport } from "./context.js";
-export { LatenessProbe } from "./lateness.js";
 
 export function createApp(options: AppOptions): OpenAPIHono<Env> {
   // Bounds, defaults and messages: src/api/options.ts.
