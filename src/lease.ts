@@ -169,8 +169,14 @@ export function recordRole(name: string): RecordRole {
   return name.includes("/_members/") ? "member" : "bucket";
 }
 
+const SERVED_PROTOCOL_NAMES =
+  "[<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>";
+
 /** A record's name: a lease name, or one of the protocol's own (PROTOCOL_NAME_PATTERN). */
-export const RECORD_NAME_RULE = `${NAME_RULE}, or a protocol record's name ([<scope>/]_sessions/<id>, <group>/_config, <group>/_members/<id>, <group>/_buckets/<index>, _quota/q-<32 hex digits>)`;
+export const RECORD_NAME_RULE = `${NAME_RULE}, or a protocol record's name (${SERVED_PROTOCOL_NAMES}, _quota/q-<32 hex digits>)`;
+
+/** A name the API serves (SERVED_NAME_PATTERN): a record's, but not the server's own quota records. */
+export const SERVED_NAME_RULE = `${NAME_RULE}, or a protocol record's name (${SERVED_PROTOCOL_NAMES})`;
 
 export const recordNameSchema = z
   .string({ error: "expected a string" })

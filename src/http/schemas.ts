@@ -31,6 +31,7 @@ import {
   RECORD_NAME_RULE,
   RESERVED_METADATA_PREFIXES,
   SERVED_NAME_PATTERN,
+  SERVED_NAME_RULE,
 } from "../lease.js";
 import { MAX_BUCKETS } from "../sharding/bucket-of.js";
 import { MAX_GROUP_LENGTH, MEMBER_ID_PATTERN } from "../sharding/layout.js";
@@ -168,11 +169,15 @@ const entityTag = ENTITY_TAG_PATTERN.source;
  * A lease name on the wire: the record's rule (NAME_PATTERN), with its length stated and checked
  * first, so an overlong name gets one message.
  */
-const wireName = z
-  .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty name", abort: true })
-  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
-  .regex(NAME_PATTERN, { error: NAME_RULE });
+/** A name field of the wire: a non-empty string of at most MAX_NAME_LENGTH, matching `pattern`. */
+const wireNameOf = (pattern: RegExp, rule: string) =>
+  z
+    .string({ error: "expected a string" })
+    .min(1, { error: "expected a non-empty name", abort: true })
+    .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
+    .regex(pattern, { error: rule });
+
+const wireName = wireNameOf(NAME_PATTERN, NAME_RULE);
 
 const nameDescription = `1-${MAX_NAME_LENGTH} characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)`;
 
@@ -185,21 +190,13 @@ export const leaseName = wireName.meta({
  * Any record's name on the wire: a lease name, or a protocol record's (a process session's, a
  * sharded group's): what GET, listings and a bound lease's `session` may name.
  */
-const wireRecordName = z
-  .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty name", abort: true })
-  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
-  .regex(SERVED_NAME_PATTERN, { error: RECORD_NAME_RULE });
+const wireRecordName = wireNameOf(SERVED_NAME_PATTERN, SERVED_NAME_RULE);
 
 /**
  * A listing's position: the last name a page covered, which may be one of the server's own records
  * (a page counts them, though it never shows them), so any stored record's name.
  */
-const listCursor = z
-  .string({ error: "expected a string" })
-  .min(1, { error: "expected a non-empty name", abort: true })
-  .max(MAX_NAME_LENGTH, { error: `expected at most ${MAX_NAME_LENGTH} characters`, abort: true })
-  .regex(RECORD_NAME_PATTERN, { error: RECORD_NAME_RULE });
+const listCursor = wireNameOf(RECORD_NAME_PATTERN, RECORD_NAME_RULE);
 
 export const recordName = wireRecordName.meta({
   description: `A record's name: a lease name (${nameDescription}), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)`,
