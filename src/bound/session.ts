@@ -16,7 +16,6 @@
  */
 import { z } from "zod";
 import { type Clock, systemClock } from "../clock.js";
-import { DEFAULT_POLL_MS } from "../elector/holder.js";
 import type { Lane } from "../elector/lane.js";
 import { defaultLane } from "../elector/load-lane.js";
 import { followerFields, type ResolvedTiming, resolveTiming, storeField, timingFields } from "../elector/options.js";
@@ -162,7 +161,7 @@ export class LeaseSession implements SessionPort {
     this.safetyMs = this.timing.safetyMs;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
-    this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
+    this.pollMs = o.pollMs;
     this.lane = options.lane ?? defaultLane(this.clock);
     this.observer = new SessionObserver({
       store: this.store,

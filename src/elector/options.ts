@@ -107,7 +107,7 @@ export const storeField = (methods: readonly string[], error: string) =>
 
 /** A follower's own fields, an Elector's and a session's alike: its poll pace and its lane. */
 export const followerFields = {
-  pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).optional(),
+  pollMs: ms("the follower poll interval").positive({ error: "expected more than 0 ms" }).default(DEFAULT_POLL_MS),
   lane: z
     .custom<object>(
       (l) => typeof l === "object" && l !== null && typeof (l as { admit?: unknown }).admit === "function",
@@ -216,7 +216,7 @@ export function resolveElectorOptions(options: unknown): ResolvedElectorOptions 
     name: o.name,
     identity: o.identity,
     ...timing,
-    pollMs: o.pollMs ?? DEFAULT_POLL_MS,
+    pollMs: o.pollMs,
     metadata: o.metadata,
     session: o.session,
   };
