@@ -5,8 +5,8 @@
  *                                                   seed 1, then 1000 sharded scenarios per backend
  *   npm run chaos -- --plain                        only the elector scenarios (not sharded)
  *   npm run chaos -- --sharded                      only the sharded scenarios (npm run chaos:sharded)
- *   npm run chaos -- --mode bound                   elector scenarios of one mode: plain, bound or
- *                                                   mixed (default all three; scenario.ts)
+ *   npm run chaos -- --mode bound                   elector scenarios of one mode: plain, bound,
+ *                                                   default or mixed (default all; scenario.ts)
  *   npm run chaos -- --api --runs 100               elector scenarios through the HTTP API's app
  *                                                   (api-world.ts) instead of straight to the store
  *   npm run chaos -- --runs 2000 --from 7000        other seeds (--runs applies to each kind)
@@ -40,7 +40,7 @@ if (values.sharded && values.plain) {
   process.exit(2);
 }
 if (values.mode !== undefined && !MODES.includes(values.mode as Mode)) {
-  console.error(`--mode is one of ${MODES.join(", ")} (give none for all three)`);
+  console.error(`--mode is one of ${MODES.join(", ")} (give none for all of them)`);
   process.exit(2);
 }
 if (values.sharded && (values.mode !== undefined || values.api)) {
