@@ -11,7 +11,9 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { systemClock } from "../src/clock.js";
+import type { Listed, ListOptions } from "../src/lease.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
+import { makeRecord } from "../src/testkit/store-contract.js";
 import { TEST_INSTANCE, TOKENS } from "./support/api-server.js";
 import { inProcessApi } from "./support/in-process-api.js";
 
@@ -103,5 +105,45 @@ describe("the API's store deadline", () => {
     const stored = await inner.get("jobs/raw");
     // The read took 120 ms before the write: the stamp is from after it.
     expect(stored?.record.renewedAt).toBeGreaterThanOrEqual(sent + 100);
+  });
+
+  it("a listing whose store stops answering part-way: 503 within the deadline; one that answers is served whole", async () => {
+    const inner = new MemoryStore();
+    let hangAfter = Number.POSITIVE_INFINITY;
+    const listing = inner.list.bind(inner);
+    // Its steps answer one by one, then (when told) the next one never does.
+    inner.list = (prefix: string, options?: ListOptions): AsyncIterable<Listed> => ({
+      async *[Symbol.asyncIterator]() {
+        let n = 0;
+        for await (const entry of listing(prefix, options)) {
+          if (n++ >= hangAfter) await new Promise(() => undefined);
+          yield entry;
+        }
+      },
+    });
+    let previous = null as Awaited<ReturnType<MemoryStore["put"]>> | null;
+    for (let i = 0; i < 300; i++) {
+      previous = await inner.put(makeRecord(`jobs/l-${String(i).padStart(3, "0")}`, { holder: "h" }), null);
+    }
+    expect(previous).not.toBeNull();
+    const api = inProcessApi({ store: inner, storeTimeoutMs: STORE_TIMEOUT_MS });
+    const list = () =>
+      api.fetch(`${api.url}/v1/leases?prefix=jobs%2F&limit=500`, {
+        headers: { Authorization: `Bearer ${TOKENS.admin}` },
+      });
+    const whole = await list();
+    expect(whole.status).toBe(200);
+    expect(((await whole.json()) as { leases: unknown[] }).leases).toHaveLength(300);
+    hangAfter = 120;
+    // The 121st step never answers: any answer at all came from the deadline.
+    const cut = await list();
+    expect(cut.status).toBe(503);
+    const problem = (await cut.json()) as { type: string; detail: string };
+    expect(problem.type).toMatch(/store-unavailable$/);
+    expect(problem.detail).toContain("during list");
+    const metrics = await (
+      await api.fetch(`${api.url}/metrics`, { headers: { Authorization: `Bearer ${TOKENS.admin}` } })
+    ).text();
+    expect(metrics).toMatch(/leasehold_store_timeouts_total\{op="list",deadline="store"\} 1/);
   });
 });
