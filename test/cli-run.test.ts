@@ -43,6 +43,7 @@ function world(onTestFinished: (fn: () => Promise<void>) => void) {
       ...job,
     ]);
   const record = async (): Promise<Stored | null> => store.get("jobs/nightly");
+  const read = (name: string): Promise<Stored | null> => store.get(name);
   const started = (identity: string) => () => readLog(log).find((l) => l.identity === identity && l.event === "start");
   /** Terms grow with each start, and every command stopped before the next one started. */
   const expectNoOverlap = (): void => {
@@ -57,7 +58,7 @@ function world(onTestFinished: (fn: () => Promise<void>) => void) {
     }
   };
   const job = (...mode: string[]) => jobCommand(log, ...mode);
-  return { url, log, procs, wrapper, record, started, expectNoOverlap, job };
+  return { url, log, procs, wrapper, record, read, started, expectNoOverlap, job };
 }
 
 describe("leasehold run", () => {
@@ -165,17 +166,22 @@ describe("leasehold run", () => {
   it("--once: after the command succeeds the leader holds the term without rerunning; a stop hands over", async ({
     onTestFinished,
   }) => {
-    const { log, wrapper, record, started, expectNoOverlap, job } = world(onTestFinished);
+    const { log, wrapper, record, read, started, expectNoOverlap, job } = world(onTestFinished);
     const leaseMs = 2000; // roomy: a loaded machine must not make A miss renewals
     const a = wrapper("A", leaseMs, job("exit", "0"), "--once");
     await until("A's command to finish", () => a.stderr().includes("holding"));
     const b = wrapper("B", leaseMs, job("exit", "0"), "--once");
     await until("B to see A holding", () => b.stderr().includes("is held by A (term 1)"));
-    const before = (await record())!;
+    // What A renews: the session its lease is bound to (leasehold run's Elector, by default).
+    const renewed = async () => {
+      const lease = (await record())!;
+      return lease.record.session ? (await read(lease.record.session.name))! : lease;
+    };
+    const before = await renewed();
     // More than a lease plus a poll: B would have taken over by now had A stopped renewing or released.
     await new Promise((r) => setTimeout(r, 1.4 * leaseMs));
-    const after = (await record())!;
-    expect(after.record).toMatchObject({ holder: "A", term: 1 });
+    expect((await record())!.record).toMatchObject({ holder: "A", term: 1 });
+    const after = await renewed();
     expect(Number(after.revision)).toBeGreaterThan(Number(before.revision)); // still renewing
     expect(readLog(log).filter((l) => l.event === "start")).toHaveLength(1);
 

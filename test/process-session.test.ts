@@ -8,9 +8,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
+import { releaseLease } from "../src/cli/release.js";
 import { ManualClock } from "../src/clock.js";
 import { Elector, type ElectorOptions } from "../src/elector.js";
-import type { LeaseStore } from "../src/lease.js";
+import { LeaseStoreError, StoreContractError } from "../src/errors.js";
+import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 
@@ -23,6 +25,19 @@ interface World {
   process(): LeaseStore;
   elector(store: LeaseStore, options: Partial<ElectorOptions> & { name: string }): Elector;
   records(prefix: string): Promise<Array<{ name: string; holder: string | null; term: number }>>;
+}
+
+/** A process's store whose puts to one name fail (certainly not applied) while `failing` names it. */
+class FailingPuts extends StoreWrapper {
+  failing: string | undefined;
+  contractBroken = false;
+  override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+    if (this.contractBroken && next.name.includes("/_sessions/")) {
+      return Promise.reject(new StoreContractError("this store ignores If-None-Match"));
+    }
+    if (next.name === this.failing) return Promise.reject(new LeaseStoreError("injected", { ambiguous: false }));
+    return super.put(next, expected, options);
+  }
 }
 
 const started: Elector[] = [];
@@ -227,5 +242,139 @@ describe("a rolling deploy: renewing Electors (leasehold before sessions) and de
     await next.stop(); // no successor registered (a renewing Elector does not register): released
     await w.clock.advance(TIMING.pollMs);
     expect(old.current).toMatchObject({ isLeader: true, term: 2 });
+  });
+});
+
+describe("the process session's lifecycle (what a review found)", () => {
+  it("a release that fails on a session others still renew does not strand the lease: the session is ended and claimed anew", async () => {
+    const w = world(new MemoryStore());
+    const p = new FailingPuts(w.shared, { without: ["watch"] });
+    const keep = w.elector(p, { name: "jobs/keep" });
+    const a = w.elector(p, { name: "jobs/x" });
+    const b = w.elector(w.process(), { name: "jobs/x", identity: "b" });
+    keep.start();
+    a.start();
+    await w.clock.advance(0);
+    b.start();
+    await w.clock.advance(300);
+    p.failing = "jobs/x"; // a's hand-over or release, and the retry after it, all fail
+    const stopping = a.stop();
+    await w.clock.advance(TIMING.leaseMs);
+    await stopping;
+    p.failing = undefined;
+    await w.clock.advance(TIMING.leaseMs * 3);
+    expect(b.current).toMatchObject({ isLeader: true });
+    expect(keep.current.isLeader).toBe(true); // campaigned again on a new session
+  });
+
+  it("stop({ release: false }) decides after the leader's work drained: an Elector that joined meanwhile keeps the session, so the lease is released", async () => {
+    const w = world(new MemoryStore());
+    const p = w.process();
+    const a = w.elector(p, { name: "jobs/x" });
+    const other = w.elector(w.process(), { name: "jobs/x", identity: "b", session: false });
+    a.start();
+    await w.clock.advance(0);
+    other.start();
+    let finish!: () => void;
+    a.trackWork(new Promise<void>((resolve) => (finish = resolve)));
+    const stopping = a.stop({ release: false, graceMs: 5000 });
+    await w.clock.advance(50);
+    const joined = w.elector(p, { name: "jobs/m" }); // same session, starts during the drain
+    joined.start();
+    await w.clock.advance(50);
+    finish();
+    await stopping;
+    await w.clock.advance(TIMING.pollMs * 2);
+    expect(other.current).toMatchObject({ isLeader: true, term: 2 });
+    expect(joined.current.isLeader).toBe(true);
+  });
+
+  it("every Elector of a session stopping at once with release: false leaves its lease to run out with the session", async () => {
+    const w = world(new MemoryStore());
+    const p = w.process();
+    const x = w.elector(p, { name: "jobs/x" });
+    const y = w.elector(p, { name: "jobs/y" });
+    x.start();
+    y.start();
+    await w.clock.advance(0);
+    await Promise.all([x.stop({ release: false }), y.stop({ release: false })]);
+    const records = await w.records("jobs/");
+    expect(records.filter((r) => r.holder !== null).map((r) => r.name)).toEqual([
+      "jobs/_sessions/slot-0",
+      "jobs/x",
+      "jobs/y",
+    ]);
+  });
+
+  it("two store objects of one process with the same identity take two slots and both lead", async () => {
+    const w = world(new MemoryStore());
+    const a = w.elector(w.process(), { name: "jobs/a", identity: "host-1" });
+    const b = w.elector(w.process(), { name: "jobs/b", identity: "host-1" });
+    a.start();
+    b.start();
+    await w.clock.advance(TIMING.retryMs * 3);
+    expect([a.current.isLeader, b.current.isLeader]).toEqual([true, true]);
+    const sessions = (await w.records("jobs/_sessions/")).map((r) => r.name);
+    expect(sessions).toEqual(["jobs/_sessions/slot-0", "jobs/_sessions/slot-1"]);
+  });
+
+  it("Electors stopped before their session was opened leave no slot behind", async () => {
+    const w = world(new MemoryStore());
+    const p = w.process();
+    for (let i = 0; i < 3; i++) {
+      const e = w.elector(p, { name: `jobs/quick-${i}` });
+      e.start(); // the slot is being read when it stops
+      await e.stop();
+    }
+    const e = w.elector(p, { name: "jobs/after" });
+    e.start();
+    await w.clock.advance(0);
+    expect(e.current.isLeader).toBe(true);
+    expect((await w.records("jobs/_sessions/")).map((r) => r.name)).toEqual(["jobs/_sessions/slot-0"]);
+  });
+
+  it("a store that breaks the contract on the session's write stops a default Elector, as it stops a renewing one", async () => {
+    const w = world(new MemoryStore());
+    const p = new FailingPuts(w.shared, { without: ["watch"] });
+    p.contractBroken = true;
+    const e = w.elector(p, { name: "jobs/x" });
+    const errors: unknown[] = [];
+    e.on("error", ({ error }) => errors.push(error));
+    e.start();
+    await w.clock.advance(TIMING.retryMs * 5);
+    expect(e.current.phase).toBe("stopped");
+    expect(errors.length).toBeLessThanOrEqual(2);
+  });
+
+  it("an operator's release of one bound lease makes its holder step down from all of them, and gives away only that one before it has", async () => {
+    const w = world(new MemoryStore());
+    const pa = w.process();
+    const a1 = w.elector(pa, { name: "jobs/a" });
+    const a2 = w.elector(pa, { name: "jobs/b" });
+    const pb = w.process();
+    const b1 = w.elector(pb, { name: "jobs/a", identity: "b" });
+    const b2 = w.elector(pb, { name: "jobs/b", identity: "b" });
+    a1.start();
+    a2.start();
+    await w.clock.advance(0);
+    b1.start();
+    b2.start();
+    await w.clock.advance(100);
+    const overlaps: string[] = [];
+    const check = () => {
+      if (a1.current.isLeader && b1.current.isLeader) overlaps.push(`jobs/a at ${w.clock.now()}`);
+      if (a2.current.isLeader && b2.current.isLeader) overlaps.push(`jobs/b at ${w.clock.now()}`);
+    };
+    await releaseLease(w.shared, "jobs/a", a1.identity, 1);
+    for (let t = 0; t < TIMING.leaseMs * 4; t += 10) {
+      await w.clock.advance(10);
+      check();
+    }
+    // The named lease may overlap until A's next renewal (what the fencing token is for); the other never.
+    expect(overlaps.filter((o) => o.startsWith("jobs/b"))).toEqual([]);
+    expect(b1.current.isLeader).toBe(true);
+    // A stepped down from both at its next renewal, then campaigned again for jobs/b under a new session term.
+    expect(a1.current.isLeader).toBe(false);
+    expect(a2.current.isLeader || b2.current.isLeader).toBe(true);
   });
 });

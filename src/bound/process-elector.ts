@@ -98,13 +98,14 @@ export class ProcessElector implements Candidate, SessionUser {
   }
 
   /**
-   * Stops as `Elector.stop` does. `release: false` lets the lease run out with the session when
-   * this is the session's last Elector; on a session others still renew the lease would stay held
-   * for as long as they run, so it is handed over or released all the same.
+   * Stops as `Elector.stop` does. `release: false` leaves the lease bound to the session, to run
+   * out with it, when this is the session's last running Elector; on a session others still renew
+   * it would stay held by nobody for as long as they run, so it is released then (Membership.leave).
    */
   stop(options: { release?: boolean; graceMs?: number } = {}): Promise<void> {
     this.stopping ??= (async () => {
-      const release = (options.release ?? true) || this.membership.shared();
+      this.membership.stopping();
+      const release = options.release ?? true;
       await this.inner?.elector.stop({ ...options, release });
       await this.membership.leave(release);
     })();
@@ -147,5 +148,7 @@ export class ProcessElector implements Candidate, SessionUser {
   /** @internal A failure of the shared session (or of finding it a slot), told to this Elector. */
   error(error: unknown, during: ElectorEvents["error"]["during"]): void {
     this.events.emit("error", { error, during });
+    // As for the lease's own calls: a store that cannot keep the contract ends the campaign.
+    if (isStoreContractError(error)) void this.stop({ release: false });
   }
 }

@@ -28,7 +28,7 @@ import { jittered } from "../elector/follower-rules.js";
 import type { Lane } from "../elector/lane.js";
 import type { ResolvedTiming } from "../elector/options.js";
 import type { ElectorEvents } from "../elector/types.js";
-import { type LeaseStore, newWriteId } from "../lease.js";
+import { type LeaseStore, newWriteId, releasedRecord } from "../lease.js";
 import { freeByStamps } from "../tenure.js";
 import { LeaseSession } from "./session.js";
 
@@ -83,14 +83,17 @@ export class Membership {
     this.group.started(this.user);
   }
 
-  /** Other started Electors ride on the same session. */
-  shared(): boolean {
-    return this.group.runningOthers(this.user);
+  /** The Elector begins to stop: it no longer counts as one that keeps the session renewed. */
+  stopping(): void {
+    this.group.stopping(this.user);
   }
 
   /**
-   * Gives the place up. Once its last started Elector has left the session closes: released
-   * (`release`), or left to run out with whatever is still bound to it.
+   * Gives the place up, after the Elector has stopped (handed over, released, or left its lease
+   * bound). While other Electors still run on the session, a lease of this one still bound to it
+   * would stay held by nobody for as long as they run: it is released, or, failing that, the
+   * session is ended and claimed anew. Once the last Elector has left, the session closes:
+   * released (`release`), or left to run out with whatever is still bound to it.
    */
   leave(release: boolean): Promise<void> {
     if (this.left) return Promise.resolve();
@@ -110,13 +113,20 @@ function idOf(o: object): number {
   return id;
 }
 
-/** Per store: the groups by key, the slot records this process's sessions use, and the store's ordinal. */
+/** Per store: the groups by key, and the store's ordinal. */
 interface StoreSessions {
   groups: Map<string, SessionGroup>;
-  slots: Set<string>;
   /** 0 for the first store this process's Electors used, 1 for the next, ...: part of a default identity. */
   ordinal: number;
 }
+
+/**
+ * The slot records this process's sessions use or are reading, by identity and name, whatever the
+ * store object: two store objects may reach one store, and two sessions of one identity on one
+ * slot would each take the other's record for their own (another identity's is seen as taken).
+ */
+const slotsInUse = new Set<string>();
+const slotKey = (identity: string, name: string) => `${identity}\u0000${name}`;
 
 let stores = 0;
 
@@ -126,7 +136,7 @@ const byStore = new WeakMap<LeaseStore, StoreSessions>();
 export function joinProcessSession(key: SessionKey, user: SessionUser): Membership {
   let sessions = byStore.get(key.store);
   if (!sessions) {
-    sessions = { groups: new Map(), slots: new Set(), ordinal: stores++ };
+    sessions = { groups: new Map(), ordinal: stores++ };
     byStore.set(key.store, sessions);
   }
   const scope = scopeOf(user.leaseName);
@@ -165,6 +175,9 @@ function defaultIdentity(ordinal: number, copy: number): string {
 class SessionGroup {
   /** Electors by lease name, started or not. */
   private readonly users = new Map<string, SessionUser>();
+  /** Started and not left. */
+  private readonly members = new Set<SessionUser>();
+  /** Started and not stopping: the Electors the session is kept for. */
   private readonly running = new Set<SessionUser>();
   private session: LeaseSession | undefined;
   private claiming = false;
@@ -186,39 +199,71 @@ class SessionGroup {
   }
 
   started(user: SessionUser): void {
+    this.members.add(user);
     this.running.add(user);
     if (this.session) user.attach(this.session);
     else void this.claim();
   }
 
-  /** Its last running Elector gone, the session closes (released); its last reserved one, the group too. */
-  runningOthers(user: SessionUser): boolean {
-    return this.running.size > (this.running.has(user) ? 1 : 0);
+  stopping(user: SessionUser): void {
+    this.running.delete(user);
   }
 
   async leave(user: SessionUser, release: boolean): Promise<void> {
     this.users.delete(user.leaseName);
+    this.members.delete(user);
     this.running.delete(user);
     if (this.users.size === 0) {
       this.forget();
       this.halt.abort("closed");
     }
-    if (this.running.size > 0) return;
     const session = this.session;
+    if (this.running.size > 0) {
+      if (session) await this.freeLease(session, user.leaseName);
+      return;
+    }
+    // Others still stopping: the last to leave closes the session.
+    if (this.members.size > 0) return;
     this.session = undefined;
     if (session) this.close(session, release);
     await this.closing;
   }
 
+  /**
+   * Releases lease `name` if it is still bound to `session`'s current term and held by this
+   * identity (its Elector's release failed, or it stopped with `release: false`): the session lives
+   * on for the others, and so would the lease, held by nobody. If that fails, the session is ended
+   * (every lease bound to it with it, its Electors campaigning again on a new one).
+   */
+  private async freeLease(session: LeaseSession, name: string): Promise<void> {
+    const { store, clock, timing } = this.key;
+    const writer = new CasWriter({ store, name, clock, callTimeoutMs: timing.callTimeoutMs });
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const stored = await writer.read();
+        const r = stored?.record;
+        const term = session.validTerm();
+        if (!stored || !r || r.holder !== this.identity || r.session?.name !== session.name) return;
+        if (term === undefined || r.session.term !== term) return; // over with that session term
+        const outcome = await writer.writeSettled(
+          releasedRecord(r, Math.max(clock.wallNow(), r.renewedAt)),
+          stored.revision,
+        );
+        if (outcome.kind === "applied") return;
+      }
+    } catch {
+      // Unknown: ended below, as for a release that did not land.
+    }
+    if (this.session === session) this.retire(session, true);
+  }
+
   private close(session: LeaseSession, release: boolean): void {
     const name = session.name;
     const previous = this.closing;
-    this.closing = Promise.all([previous, session.close({ release })]).then(
-      () => {
-        if (this.session?.name !== name) this.sessions.slots.delete(name);
-      },
-      () => undefined,
-    );
+    const forgetSlot = () => {
+      if (this.session?.name !== name) slotsInUse.delete(slotKey(this.identity, name));
+    };
+    this.closing = Promise.all([previous, session.close({ release })]).then(forgetSlot, forgetSlot);
   }
 
   /** Finds a free slot and opens the session there; retried while any Elector of it runs. */
@@ -234,7 +279,10 @@ class SessionGroup {
         } catch (error) {
           for (const u of this.running) u.error(error, "read");
         }
-        if (this.running.size === 0) return;
+        if (this.running.size === 0) {
+          if (slot !== undefined) slotsInUse.delete(slotKey(this.identity, slot)); // held while read, never opened
+          return;
+        }
         if (slot !== undefined) {
           this.open(slot);
           return;
@@ -252,17 +300,18 @@ class SessionGroup {
     const { store, clock, timing } = this.key;
     for (let n = 0; n < MAX_SLOTS; n++) {
       const name = `${this.scope}_sessions/slot-${n}`;
-      if (this.sessions.slots.has(name)) continue;
+      const key = slotKey(this.identity, name);
+      if (slotsInUse.has(key)) continue;
       // Held for this group while it is read: another session of this process (another timing,
       // the same identity) must not open it too.
-      this.sessions.slots.add(name);
+      slotsInUse.add(key);
       let free = false;
       try {
         const stored = await new CasWriter({ store, name, clock, callTimeoutMs: timing.callTimeoutMs }).read();
         const r = stored?.record;
         free = !r || freeByStamps(r, clock.wallNow(), timing.maxSkewMs);
       } finally {
-        if (!free) this.sessions.slots.delete(name);
+        if (!free) slotsInUse.delete(key);
       }
       if (free) return name;
     }
@@ -303,15 +352,23 @@ class SessionGroup {
       const as = during === "establish" ? "acquire" : during;
       for (const u of this.running) u.error(error, as);
     });
-    for (const u of this.running) u.attach(session);
+    for (const u of this.members) u.attach(session);
   }
 
   /** Another process holds our slot: give the session up (nothing is held under it) and claim again. */
   private taken(session: LeaseSession): void {
+    this.retire(session, false);
+  }
+
+  /**
+   * Ends `session` for this group (released when `release`: a lease bound to it is then free at
+   * once) and claims a new one for the Electors still running; theirs are replaced meanwhile.
+   */
+  private retire(session: LeaseSession, release: boolean): void {
     if (this.session !== session) return;
     this.session = undefined;
-    for (const u of this.running) u.attach(undefined);
-    this.close(session, false);
+    for (const u of this.members) u.attach(undefined);
+    this.close(session, release);
     void this.claim();
   }
 }

@@ -5,16 +5,19 @@
  * may still act, which is what the fencing token is for: use this for stuck or dead holders.
  *
  * A lease bound to a process session is not renewed on its own, so its holder would never learn of
- * a release of the lease alone: the session is ended first (released by compare-and-swap, as a
- * follower fences an expired one), and with it every lease that process held under it, each of
- * which its Electors then campaign for again. Then the lease is released.
+ * a release of the lease alone: the session record is rewritten first (the same holder and term, a
+ * new revision), so the holder's next session renewal conflicts and it steps down from every lease
+ * bound to that session, which its Electors then campaign for again. The session is not released:
+ * the other leases bound to it stay held, by followers' judgement, until it has expired by their
+ * observed time (by then the holder's own window has closed), so only the named lease is given
+ * before the holder has heard. Then the lease is released.
  */
 
 import { clearedRecord } from "../api/force-release.js";
 import { systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { isLeaseCorruptError, LeaseValidationError, ReleaseRefusedError } from "../errors.js";
-import { type LeaseStore, releasedRecord, type SessionRef, type Stored, validateName } from "../lease.js";
+import { type LeaseStore, newWriteId, releasedRecord, type SessionRef, type Stored, validateName } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { type CliIo, statusOf } from "./output.js";
 
@@ -68,7 +71,7 @@ export async function releaseLease(
         `lease "${name}" is held by ${r.holder} in term ${r.term}, not by ${holder} in term ${term}; nothing changed`,
       );
     }
-    if (r.session) await endSession(store, r.session, r.holder);
+    if (r.session) await interruptSession(store, r.session, r.holder);
     // Through the one write path: a conflict that shows this very release (an SDK retry of a
     // write that applied) is a success, not "changed while releasing".
     const outcome = await writer.writeSettled(releasedRecord(r, Math.max(Date.now(), r.renewedAt)), current.revision);
@@ -83,22 +86,23 @@ export async function releaseLease(
 }
 
 /**
- * Ends the session tenure `ref` of `holder` (the session record released at that term, by
- * compare-and-swap; retried over its renewals), unless it is over already. Its next renewal then
- * conflicts and its process steps down from every lease bound to it.
+ * Makes the holder of session tenure `ref` step down: the session record rewritten unchanged but
+ * for a new revision (`renewedAt` now), by compare-and-swap, retried over its renewals; nothing if
+ * that tenure is over already. Its next renewal conflicts and ends the session; followers, seeing
+ * a new revision of a live tenure, wait out a whole lease of observed time before they fence it.
  */
-async function endSession(store: LeaseStore, ref: SessionRef, holder: string): Promise<void> {
+async function interruptSession(store: LeaseStore, ref: SessionRef, holder: string): Promise<void> {
   const writer = new CasWriter({ store, name: ref.name, clock: systemClock });
   let current = await store.get(ref.name);
   for (let attempt = 1; ; attempt++) {
     const r = current?.record;
     if (!current || !r || r.holder !== holder || r.term !== ref.term) return; // not that tenure any more
-    const fenced = releasedRecord(r, Math.max(Date.now(), r.renewedAt), { fenced: "leasehold release" });
-    const outcome = await writer.writeSettled(fenced, current.revision);
+    const touched = { ...r, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() };
+    const outcome = await writer.writeSettled(touched, current.revision);
     if (outcome.kind === "applied") return;
     if (attempt === MAX_ATTEMPTS) {
       throw new ReleaseRefusedError(
-        `session "${ref.name}" that the lease is bound to changed ${MAX_ATTEMPTS} times while ending it (renewed by ${holder} each time); nothing else changed`,
+        `session "${ref.name}" that the lease is bound to changed ${MAX_ATTEMPTS} times while interrupting it (renewed by ${holder} each time); nothing else changed`,
       );
     }
     current = outcome.current === undefined ? await store.get(ref.name) : outcome.current;
