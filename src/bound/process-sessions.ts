@@ -154,7 +154,7 @@ export function joinProcessSession(key: SessionKey, user: SessionUser): Membersh
     let group = sessions.groups.get(k);
     if (!group) {
       const identity = key.identity ?? defaultIdentity(sessions.ordinal, copy);
-      group = new SessionGroup(key, sessions, scope, identity, () => sessions.groups.delete(k));
+      group = new SessionGroup(key, scope, identity, () => sessions.groups.delete(k));
       sessions.groups.set(k, group);
     }
     if (group.reserve(user)) return new Membership(group, group.identity, user);
@@ -186,7 +186,6 @@ class SessionGroup {
 
   constructor(
     private readonly key: SessionKey,
-    private readonly sessions: StoreSessions,
     private readonly scope: string,
     readonly identity: string,
     private readonly forget: () => void,
