@@ -121,12 +121,14 @@ interface StoreSessions {
 }
 
 /**
- * The slot records this process's sessions use or are reading, by identity and name, whatever the
- * store object: two store objects may reach one store, and two sessions of one identity on one
- * slot would each take the other's record for their own (another identity's is seen as taken).
+ * The slot records this process's sessions use or are reading, by clock and name, whatever the
+ * identity and store object: a slot another session of this process holds is skipped without a
+ * read (a process running many identities would otherwise read every one of them at each start),
+ * and two sessions of one identity on one slot (two store objects reaching one store) would each
+ * take the other's record for their own. The clock tells apart simulated processes sharing one
+ * real one (test/chaos).
  */
 const slotsInUse = new Set<string>();
-const slotKey = (identity: string, name: string) => `${identity}\u0000${name}`;
 
 let stores = 0;
 
@@ -190,6 +192,10 @@ class SessionGroup {
     readonly identity: string,
     private readonly forget: () => void,
   ) {}
+
+  private slotKey(name: string): string {
+    return `${idOf(this.key.clock)}\u0000${name}`;
+  }
 
   reserve(user: SessionUser): boolean {
     if (this.users.has(user.leaseName)) return false;
@@ -260,7 +266,7 @@ class SessionGroup {
     const name = session.name;
     const previous = this.closing;
     const forgetSlot = () => {
-      if (this.session?.name !== name) slotsInUse.delete(slotKey(this.identity, name));
+      if (this.session?.name !== name) slotsInUse.delete(this.slotKey(name));
     };
     this.closing = Promise.all([previous, session.close({ release })]).then(forgetSlot, forgetSlot);
   }
@@ -279,7 +285,7 @@ class SessionGroup {
           for (const u of this.running) u.error(error, "read");
         }
         if (this.running.size === 0) {
-          if (slot !== undefined) slotsInUse.delete(slotKey(this.identity, slot)); // held while read, never opened
+          if (slot !== undefined) slotsInUse.delete(this.slotKey(slot)); // held while read, never opened
           return;
         }
         if (slot !== undefined) {
@@ -299,7 +305,7 @@ class SessionGroup {
     const { store, clock, timing } = this.key;
     for (let n = 0; n < MAX_SLOTS; n++) {
       const name = `${this.scope}_sessions/slot-${n}`;
-      const key = slotKey(this.identity, name);
+      const key = this.slotKey(name);
       if (slotsInUse.has(key)) continue;
       // Held for this group while it is read: another session of this process (another timing,
       // the same identity) must not open it too.
