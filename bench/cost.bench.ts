@@ -5,7 +5,7 @@
  * Settings are the defaults a user would run: leaseMs 15 s, renewMs 5 s, retryMs 2 s, in real time.
  * Every (backend, elector) pair gets its own server and lease, and all run at once.
  */
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { BACKENDS, type Backend, type BackendName, openBackend } from "./support/backends.js";
 import { QUICK, sleep, within } from "./support/common.js";
 import { CountingStore, emptyCounts, type RoleCounts } from "./support/counting-store.js";

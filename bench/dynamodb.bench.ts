@@ -8,8 +8,8 @@
  */
 import { type AttributeValue, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
-import { Elector } from "../src/elector.js";
 import { LeaseConflictError } from "../src/errors.js";
+import { Elector } from "../src/leader/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../test/support/dynamo-server.js";
 import { benchRecord } from "./support/common.js";

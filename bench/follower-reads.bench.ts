@@ -17,7 +17,7 @@
  */
 
 import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
-import { Elector, type ElectorOptions } from "../src/elector.js";
+import { Elector, type ElectorOptions } from "../src/leader/elector.js";
 import { DynamoProxy } from "../test/support/dynamo-proxy.js";
 import { createLeaseTable, dynamoClient } from "../test/support/dynamo-server.js";
 import { ms, ns } from "../test/support/process-cluster.js";

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HttpStore } from "../src/backends/http/store.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { buildGoPrograms } from "../test/support/go-module.js";
 import { Cluster, ms, ns, startServeProcess } from "../test/support/process-cluster.js";
 import { machineLoad, QUICK, randomBetween, sleep } from "./support/common.js";

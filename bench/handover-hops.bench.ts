@@ -35,7 +35,7 @@ import { MemoryStore } from "../src/backends/memory/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { BoundElector } from "../src/bound/bound-elector.js";
 import { openSession } from "../src/bound/session.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Revision, Stored } from "../src/lease.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { machineLoad, QUICK, randomBetween, sleep, tempDir, within } from "./support/common.js";

@@ -19,7 +19,7 @@ import { HttpStore } from "../src/backends/http/store.js";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { S3Store } from "../src/backends/s3/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, type Stored } from "../src/lease.js";
 import { serve } from "../src/runtime/node.js";
 import { startAzurite } from "../test/servers/azurite.server.js";

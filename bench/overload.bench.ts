@@ -26,7 +26,7 @@ import { HttpStore } from "../src/backends/http/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import type { BoundElector } from "../src/bound/bound-elector.js";
 import { openSession } from "../src/bound/session.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { startServeProcess } from "../test/support/process-cluster.js";
 import { machineLoad, QUICK, sleep, tempDir, within } from "./support/common.js";

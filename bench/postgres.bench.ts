@@ -22,7 +22,7 @@ import { HttpStore } from "../src/backends/http/store.js";
 import { PostgresStore } from "../src/backends/postgres/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { openSession } from "../src/bound/session.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Stored } from "../src/lease.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { createLeaseTable, dynamoClient, startDynalite } from "../test/support/dynamo-server.js";

@@ -16,7 +16,7 @@ import autocannon from "autocannon";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { openSession } from "../src/bound/session.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 import { machineLoad, QUICK, sleep, tempDir } from "./support/common.js";

@@ -17,7 +17,7 @@
 import { join } from "node:path";
 import type { DynamoDbStore as DynamoDbStoreClass } from "../src/backends/dynamodb/store.js";
 import type { resolveElectorOptions as resolveOptions } from "../src/elector/options.js";
-import type { Elector as ElectorClass, ElectorOptions } from "../src/elector.js";
+import type { Elector as ElectorClass, ElectorOptions } from "../src/leader/elector.js";
 import { createLeaseTable, dynamoClient } from "../test/support/dynamo-server.js";
 import { ms, ns } from "../test/support/process-cluster.js";
 import { startToxiproxy, type ToxiProxy, type Toxiproxy, uniqueProxyName } from "../test/support/toxiproxy.js";

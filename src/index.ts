@@ -16,23 +16,6 @@ export { BoundElector } from "./bound/bound-elector.js";
 export { type BoundElectorOptions, LeaseSession, openSession, type SessionOptions } from "./bound/session.js";
 export { type Clock, systemClock } from "./clock.js";
 export {
-  type LeaderContext,
-  type LeaderElector,
-  type RunAsLeaderOptions,
-  runAsLeader,
-  runLeader,
-} from "./elector/run-as-leader.js";
-export {
-  type DeposedEvent,
-  type ElectedEvent,
-  Elector,
-  type ElectorEvents,
-  type ElectorOptions,
-  type ElectorPhase,
-  type ElectorState,
-  type LeaderEvent,
-} from "./elector.js";
-export {
   type FieldIssue,
   isAmbiguous,
   isLeadershipLostError,
@@ -49,6 +32,23 @@ export {
   StoreContractError,
   StoreUnavailableError,
 } from "./errors.js";
+export {
+  type DeposedEvent,
+  type ElectedEvent,
+  Elector,
+  type ElectorEvents,
+  type ElectorOptions,
+  type ElectorPhase,
+  type ElectorState,
+  type LeaderEvent,
+} from "./leader/elector.js";
+export {
+  type LeaderContext,
+  type LeaderElector,
+  type RunAsLeaderOptions,
+  runAsLeader,
+  runLeader,
+} from "./leader/run-as-leader.js";
 export type { LeaseRecord, LeaseStore, Stored } from "./lease.js";
 export { ElectorMetrics } from "./metrics/elector.js";
 export { type OpenStoreOptions, openStore, parseStoreUrl, type StoreUrl } from "./open-store.js";

@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
-import { type LeaderContext, runAsLeader } from "../src/elector/run-as-leader.js";
-import { Elector, type ElectorOptions } from "../src/elector.js";
 import { LeadershipLostError } from "../src/errors.js";
+import { Elector, type ElectorOptions } from "../src/leader/elector.js";
+import { type LeaderContext, runAsLeader } from "../src/leader/run-as-leader.js";
 
 const timing = { leaseMs: 1000, renewMs: 300, retryMs: 100, safetyMs: 100, jitter: 0 } as const;
 

@@ -2,7 +2,7 @@ import { expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { openSession } from "../src/bound/session.js";
 import { ManualClock } from "../src/clock.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { ElectorMetrics } from "../src/metrics/elector.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 

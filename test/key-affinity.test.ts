@@ -15,8 +15,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoDbStore } from "../src/backends/dynamodb/store.js";
 import { HttpStore } from "../src/backends/http/store.js";
-import { Elector } from "../src/elector.js";
 import { LeaseholdClient } from "../src/http/client.js";
+import { Elector } from "../src/leader/elector.js";
 import { type RunningServer, serve } from "../src/runtime/node.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { createLeaseTable, dynamoClient, testEndpoint } from "./support/dynamo-server.js";

@@ -6,7 +6,7 @@ import { expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import type { Lane, LaneRelease } from "../src/elector/lane.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";
 

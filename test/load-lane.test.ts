@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/backends/memory/store.js";
 import { ManualClock } from "../src/clock.js";
 import { type LaneKind, type LaneRelease, LoadLane, openLane, processLane } from "../src/elector/load-lane.js";
-import { Elector } from "../src/elector.js";
 import { LeaseValidationError } from "../src/errors.js";
+import { Elector } from "../src/leader/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { ElectorMetrics } from "../src/metrics/elector.js";
 

@@ -9,7 +9,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HttpStore } from "../src/backends/http/store.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import { createHandler } from "../src/runtime/lambda.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { TEST_INSTANCE } from "./support/api-server.js";

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { NOTIFY_CHANNEL } from "../src/backends/postgres/backend.js";
 import { notifyPayload, PostgresListener } from "../src/backends/postgres/listener.js";
 import { PostgresStore } from "../src/backends/postgres/store.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { Stored } from "../src/lease.js";
 import { MAX_HOLDER_LENGTH, MAX_NAME_LENGTH } from "../src/lease.js";
 import { makeRecord, uniqueName } from "../src/testkit/store-contract.js";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { HttpStore } from "../src/backends/http/store.js";
 import { SqliteStore } from "../src/backends/sqlite/store.js";
 import { openSession } from "../src/bound/session.js";
-import { Elector } from "../src/elector.js";
+import { Elector } from "../src/leader/elector.js";
 import type { LeaseStore } from "../src/lease.js";
 import { uniqueName } from "../src/testkit/store-contract.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";

@@ -7,8 +7,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
-import { runAsLeader } from "../src/elector/run-as-leader.js";
 import { isAmbiguous, isStoreContractError, LeaseStoreError } from "../src/errors.js";
+import { runAsLeader } from "../src/leader/run-as-leader.js";
 import { openStore } from "../src/open-store.js";
 import { makeRecord } from "../src/testkit/store-contract.js";
 import { TrackedStore } from "../src/testkit/tracked-store.js";

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { Elector, type ElectorOptions } from "../../src/elector.js";
+import { Elector, type ElectorOptions } from "../../src/leader/elector.js";
 import { type LeaseRecord, type LeaseStore, newWriteId } from "../../src/lease.js";
 import { PollingElector } from "./polling-elector.js";
 

@@ -9,7 +9,7 @@
 
 import { MemoryStore } from "../../src/backends/memory/store.js";
 import type { Clock } from "../../src/clock.js";
-import { Elector } from "../../src/elector.js";
+import { Elector } from "../../src/leader/elector.js";
 import type { CallOptions, LeaseRecord, LeaseStore, Listed, ListOptions, Revision, Stored } from "../../src/lease.js";
 import { ShardedElector } from "../../src/sharding/sharded-elector.js";
 import { SimClock } from "./sim-clock.js";

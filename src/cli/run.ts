@@ -25,7 +25,6 @@
 import { hostname } from "node:os";
 import { defined } from "../defined.js";
 import { resolveElectorOptions } from "../elector/options.js";
-import { Elector, type ElectorOptions } from "../elector.js";
 import {
   isLeadershipLostError,
   isLeaseStillHeldError,
@@ -33,6 +32,7 @@ import {
   isStoreContractError,
   LeaseValidationError,
 } from "../errors.js";
+import { Elector, type ElectorOptions } from "../leader/elector.js";
 import type { LeaseStore } from "../lease.js";
 import { openStore } from "../open-store.js";
 import { describeOutcome, exitCodeOf, Job, type JobOutcome, signalExitCode, sigtermLeadMs } from "./job.js";

@@ -1,7 +1,7 @@
 /**
  * The lease-holder core (docs/design.md §3, "One lease-holder core"): one record, one term at a
  * time, held by the rules every lease of leasehold follows. It is etcd's session shape: `Elector`
- * (src/elector.ts) and the session core (./session-core.ts) that process sessions and sharded members hold are thin layers over
+ * (src/leader/elector.ts) and the session core (./session-core.ts) that process sessions and sharded members hold are thin layers over
  * it that only translate its events. The follower's rules are in ./follower-rules.ts, which the
  * session-bound candidate (src/bound/bound-elector.ts) calls too; nothing else implements these
  * rules.

@@ -8,12 +8,12 @@
 import { type Clock, systemClock } from "../clock.js";
 import type { Lane } from "../elector/lane.js";
 import { isMeasuredLane, type MeasuredLane } from "../elector/load-lane.js";
-import type { Elector } from "../elector.js";
+import type { Candidate } from "../elector/types.js";
 import { renderLaneMetrics } from "./lane.js";
 import { exposition, family, type Labels, trackSeries } from "./prometheus.js";
 
 /** What is tracked: an `Elector`, or a lease bound to a process session (`session.elector`). */
-export type TrackedElector = Pick<Elector, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
+export type TrackedElector = Pick<Candidate, "name" | "identity" | "on" | "current"> & { readonly lane?: Lane };
 
 interface Series {
   elector: TrackedElector;

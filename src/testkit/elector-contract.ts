@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock.js";
-import { runAsLeader } from "../elector/run-as-leader.js";
-import { Elector, type ElectorOptions, type LossReason } from "../elector.js";
 import { isAmbiguous, isLeaseStoreError } from "../errors.js";
+import { Elector, type ElectorOptions, type LossReason } from "../leader/elector.js";
+import { runAsLeader } from "../leader/run-as-leader.js";
 import type { LeaseStore } from "../lease.js";
 import { FaultyStore } from "./faulty-store.js";
 import { makeRecord, type StoreUnderTest, uniqueName } from "./store-contract.js";

@@ -11,7 +11,7 @@ import { appendFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { systemClock } from "../../src/clock.js";
-import { runAsLeader } from "../../src/elector/run-as-leader.js";
+import { runAsLeader } from "../../src/leader/run-as-leader.js";
 import { FENCED_SCHEMA, type WorkerLogLine } from "./worker-log.js";
 
 const [db, lease, identity, log, leaseMs, renewMs, writeEveryMs] = process.argv.slice(2);

@@ -10,7 +10,7 @@
 
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { openSession } from "../../src/bound/session.js";
-import type { ElectedEvent } from "../../src/elector.js";
+import type { ElectedEvent } from "../../src/leader/elector.js";
 
 const [db, identity, count, leaseMs] = process.argv.slice(2) as [string, string, string, string];
 const print = (event: string, fields: Record<string, unknown> = {}) =>

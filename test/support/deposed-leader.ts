@@ -14,7 +14,7 @@
 
 import { MemoryStore } from "../../src/backends/memory/store.js";
 import { ManualClock } from "../../src/clock.js";
-import { runAsLeader } from "../../src/elector/run-as-leader.js";
+import { runAsLeader } from "../../src/leader/run-as-leader.js";
 import { FaultyStore } from "../../src/testkit/faulty-store.js";
 
 const LEASE_MS = 1000;

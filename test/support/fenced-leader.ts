@@ -21,8 +21,8 @@
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
-import { runAsLeader } from "../../src/elector/run-as-leader.js";
 import { isStaleTermError, type StaleTermError } from "../../src/errors.js";
+import { runAsLeader } from "../../src/leader/run-as-leader.js";
 import { type ResourceSpec, writerFor } from "./fenced-resources.js";
 
 const [mode, leaseDb, resource, identity, leaseMs] = process.argv.slice(2);

@@ -12,7 +12,7 @@
 
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { type Lane, LoadLane, openLane } from "../../src/elector/load-lane.js";
-import { Elector } from "../../src/elector.js";
+import { Elector } from "../../src/leader/elector.js";
 import type { LeaseRecord, LeaseStore, Revision } from "../../src/lease.js";
 
 const [db, laneArg, leasesArg, candidatesArg, leaseMsArg, secondsArg, blockMinArg, blockMaxArg] = process.argv.slice(2);

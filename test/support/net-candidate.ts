@@ -16,7 +16,7 @@
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { openSession } from "../../src/bound/session.js";
-import { type ElectedEvent, Elector } from "../../src/elector.js";
+import { type ElectedEvent, Elector } from "../../src/leader/elector.js";
 import { openStore } from "../../src/open-store.js";
 
 const [url, mode, member, logPath, leaseArg, leasesArg] = process.argv.slice(2);

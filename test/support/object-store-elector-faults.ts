@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { Elector, type ElectorOptions } from "../../src/elector.js";
+import { Elector, type ElectorOptions } from "../../src/leader/elector.js";
 import type { LeaseStore } from "../../src/lease.js";
 import { uniqueName } from "../../src/testkit/store-contract.js";
 import { TrackedStore } from "../../src/testkit/tracked-store.js";

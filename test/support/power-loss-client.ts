@@ -13,7 +13,7 @@
  */
 
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
-import { Elector } from "../../src/elector.js";
+import { Elector } from "../../src/leader/elector.js";
 import type { CallOptions, LeaseRecord, Revision, Stored } from "../../src/lease.js";
 import { StoreWrapper } from "../../src/testkit/store-wrapper.js";
 

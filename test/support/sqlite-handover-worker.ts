@@ -11,7 +11,7 @@
  */
 import { SqliteStore } from "../../src/backends/sqlite/store.js";
 import { openSession } from "../../src/bound/session.js";
-import { Elector } from "../../src/elector.js";
+import { Elector } from "../../src/leader/elector.js";
 
 const [db, identity, mode, lease] = process.argv.slice(2) as [string, string, "plain" | "bound", string];
 const print = (event: string, fields: Record<string, unknown> = {}) =>

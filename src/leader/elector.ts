@@ -14,12 +14,12 @@
  *
  * Runtime-neutral: no Node-only API.
  */
-import { ProcessElector } from "./bound/process-elector.js";
-import type { Listener } from "./elector/events.js";
-import type { Lane } from "./elector/lane.js";
-import { resolveElectorOptions } from "./elector/options.js";
-import { RenewingElector } from "./elector/renewing-elector.js";
-import type { Candidate, CandidateOptions, ElectorEvents, ElectorState } from "./elector/types.js";
+import { ProcessElector } from "../bound/process-elector.js";
+import type { Listener } from "../elector/events.js";
+import type { Lane } from "../elector/lane.js";
+import { resolveElectorOptions } from "../elector/options.js";
+import { RenewingElector } from "../elector/renewing-elector.js";
+import type { Candidate, CandidateOptions, ElectorEvents, ElectorState } from "../elector/types.js";
 
 export type {
   DeposedEvent,
@@ -28,8 +28,8 @@ export type {
   ElectorPhase,
   ElectorState,
   LeaderEvent,
-} from "./elector/types.js";
-export type { LossReason } from "./errors.js";
+} from "../elector/types.js";
+export type { LossReason } from "../errors.js";
 
 export interface ElectorOptions extends CandidateOptions {
   /**

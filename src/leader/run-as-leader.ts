@@ -4,10 +4,11 @@
  * waits for `fn` before releasing, so the next leader never overlaps this one's shutdown.
  * Runtime-neutral.
  */
-import { Elector, type ElectorOptions } from "../elector.js";
+
+import { validateCallbackArguments } from "../elector/options.js";
 import { isLeadershipLostError, isStoreContractError, LeadershipLostError } from "../errors.js";
 import type { LeaseRecord } from "../lease.js";
-import { validateCallbackArguments } from "./options.js";
+import { Elector, type ElectorOptions } from "./elector.js";
 
 export interface LeaderContext {
   /** The fencing token of this term: pass it to every system you write to. */
