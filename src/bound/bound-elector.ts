@@ -32,7 +32,7 @@
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { Emitter, LeaderNotice, type Listener } from "../elector/events.js";
-import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "../elector/follower-rules.js";
+import { admitCall, jittered, LossBackoff, plainTakeoverAt, Waker } from "../elector/follower-rules.js";
 import type { Lane, LaneKind, LaneRelease } from "../elector/lane.js";
 import { LeaderWork } from "../elector/leader-work.js";
 import type { ResolvedTiming } from "../elector/options.js";
@@ -125,9 +125,8 @@ export class BoundElector extends ElectorLoop<Held> {
   private readonly halt = new AbortController();
   /** When the follower reads L next (monotonic), set by each answer of the store about L. */
   private nextPollAt = 0;
-  /** Tenures lost in a row, and no acquisition before `campaignNotBefore` (the core's back-off). */
-  private lossStreak = 0;
-  private campaignNotBefore = 0;
+  /** The back-off after lost tenures (the core's, ../elector/follower-rules.ts). */
+  private readonly backoff = new LossBackoff();
   private readonly work = new LeaderWork();
   private readonly push: PushFollower;
   /** The store refused a candidacy write (the HTTP API lets only a lease's holder process write it). */
@@ -294,9 +293,7 @@ export class BoundElector extends ElectorLoop<Held> {
     h.controller.abort(new LeadershipLostError(term, reason));
     const now = this.session.clock.now();
     if (reason === "expired" || reason === "conflict") {
-      if (now - h.since >= this.leaseMs) this.lossStreak = 0;
-      this.lossStreak++;
-      this.campaignNotBefore = now + recampaignDelay(this.lossStreak, this.pace());
+      this.backoff.lost(now, h.since, this.pace());
     }
     this.seen = { stored: h.stored, at: now };
     this.needsRead = true;
@@ -427,8 +424,8 @@ export class BoundElector extends ElectorLoop<Held> {
     if (this.stopping || this.held || this.seen !== o) return;
     const now = this.session.clock.now();
     // After a lost tenure, no write to take L before the back-off (a hand-over to us is no write).
-    if ((plan.kind === "acquire" || plan.kind === "register") && now < this.campaignNotBefore) {
-      plan = { kind: "wait", until: this.campaignNotBefore };
+    if ((plan.kind === "acquire" || plan.kind === "register") && now < this.backoff.notBefore) {
+      plan = { kind: "wait", until: this.backoff.notBefore };
     }
     if (plan.kind === "acquire") return this.acquire(o.stored);
     if (plan.kind === "register") return this.register(o.stored!);

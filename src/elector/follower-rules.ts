@@ -6,7 +6,7 @@
  * - When a record held under no session may be taken over: `judge` of src/tenure.ts on what was
  *   seen of it (observed time, or at once when stale by its stamps, missing or released).
  * - The pacing: a jittered delay, a poll every `pollMs`, and the back-off after a lost term
- *   (doubling with each term lost in a row, capped at `leaseMs`).
+ *   (`LossBackoff`: doubling with each term lost in a row, capped at `leaseMs`).
  * - The lane: a follower's polls and acquisitions ask it first (renewals first).
  * - The wakeable wait of a candidate's loop.
  *
@@ -50,6 +50,24 @@ export function jittered(ms: number, pace: Pick<Pace, "jitter" | "random">): num
 export function recampaignDelay(lossStreak: number, pace: Pace): number {
   const d = Math.min(pace.leaseMs, pace.retryMs * 2 ** Math.min(lossStreak - 1, 30));
   return pace.jitter === 0 ? d : d * (0.5 + 0.5 * pace.random());
+}
+
+/**
+ * The back-off after lost terms, one per candidate: each term lost in a row (its window closed, or
+ * it was fenced) doubles the wait before the next campaign (`recampaignDelay`); a term that was
+ * held for a whole lease ends the run. Losses under load do not become a stampede of acquisitions.
+ */
+export class LossBackoff {
+  private streak = 0;
+  /** No write to take a lease before this monotonic instant. */
+  notBefore = 0;
+
+  /** A term held since `heldSince` was lost at `now` (expired or fenced, not released or stopped). */
+  lost(now: number, heldSince: number, pace: Pace): void {
+    if (now - heldSince >= pace.leaseMs) this.streak = 0;
+    this.streak++;
+    this.notBefore = now + recampaignDelay(this.streak, pace);
+  }
 }
 
 /**

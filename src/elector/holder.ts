@@ -37,7 +37,7 @@ import { isLeaseStillHeldError, LeaseStoreError } from "../errors.js";
 import { type LeaseRecord, type LeaseStore, newWriteId, releasedRecord, type Stored } from "../lease.js";
 import { CasWriter } from "./cas.js";
 import { Emitter, type Listener } from "./events.js";
-import { admitCall, jittered, plainTakeoverAt, recampaignDelay, Waker } from "./follower-rules.js";
+import { admitCall, jittered, LossBackoff, plainTakeoverAt, Waker } from "./follower-rules.js";
 import { type Lane, type LaneKind, type LaneRelease, openLane } from "./lane.js";
 import { MAX_PUSH_BACKOFF_MS, PushFollower } from "./push-follower.js";
 import { releaseAttempts } from "./release-attempts.js";
@@ -127,10 +127,8 @@ export class LeaseHolder extends ElectorLoop<Held> {
   private metadata: Record<string, string>;
   /** Metadata changed since the last write that carried it. */
   private dirty = false;
-  /** Terms lost in a row (a term that lived a whole lease resets it). */
-  private lossStreak = 0;
-  /** No acquisition before this instant (the back-off after a lost term). */
-  private campaignNotBefore = 0;
+  /** The back-off after lost terms (./follower-rules.ts). */
+  private readonly backoff = new LossBackoff();
   private campaigning = true;
   private loop: Promise<void> | undefined;
   private ended = false;
@@ -303,7 +301,6 @@ export class LeaseHolder extends ElectorLoop<Held> {
     h.nextAt = sentAt + this.s.renewMs;
     h.notBefore = 0;
     this.ownRevision = stored.revision;
-    if (sentAt - h.since >= this.s.leaseMs) this.lossStreak = 0;
     h.watchdog.abort(DONE);
     const watchdog = new AbortController();
     h.watchdog = watchdog;
@@ -324,8 +321,7 @@ export class LeaseHolder extends ElectorLoop<Held> {
     this.seen = { stored: h.stored, at: h.sentAt };
     this.needsRead = false;
     if (reason === "expired" || reason === "conflict") {
-      this.lossStreak++;
-      this.campaignNotBefore = this.s.clock.now() + recampaignDelay(this.lossStreak, this.s);
+      this.backoff.lost(this.s.clock.now(), h.since, this.s);
     }
     this.events.emit("lost", { term: h.stored.record.term, reason });
   }
@@ -386,7 +382,7 @@ export class LeaseHolder extends ElectorLoop<Held> {
     // A record, read or pushed, that shows one of our unknown writes means that write applied.
     const mine = this.writer.recognise(known.stored);
     if (mine) return this.adoptOwn(mine.stored, mine.sentAt);
-    const at = Math.max(this.takeoverAt(known), this.campaignNotBefore);
+    const at = Math.max(this.takeoverAt(known), this.backoff.notBefore);
     const now = this.s.clock.now();
     if (now < at) {
       this.push?.follow(); // only for a wait: a candidate about to write needs no stream
