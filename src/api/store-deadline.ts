@@ -66,6 +66,28 @@ export interface StoreDeadlineOptions {
   health: StoreHealth;
 }
 
+/**
+ * A call given up at a deadline (the store's, or the request's): counted, told to `health`, and the
+ * error to answer with. A write given up may still land: ambiguous.
+ */
+function abandoned(o: StoreDeadlineOptions, op: Op, by: "store" | "request", startedAt: number): LeaseStoreError {
+  o.metrics.storeTimeouts.inc({ op, deadline: by });
+  const error = new LeaseStoreError(
+    by === "request"
+      ? `store ${op} abandoned after ${Math.round(o.clock.now() - startedAt)} ms: the request's deadline passed or its client left`
+      : `store ${op} timed out after ${o.timeoutMs} ms (LEASEHOLD_STORE_TIMEOUT_MS)`,
+    { ambiguous: op === "put" },
+  );
+  o.health.failed(o.clock.now(), error);
+  return error;
+}
+
+/** A call the store settled: an answer (a conflict or a refusal is one too), or a failure to reach it. */
+function settled(o: StoreDeadlineOptions, error?: unknown): void {
+  if (error === undefined || isAnswer(error)) o.health.answered(o.clock.now());
+  else o.health.failed(o.clock.now(), error);
+}
+
 export function deadlineStore(store: LeaseStore, o: StoreDeadlineOptions): LeaseStore {
   const call = async <T>(op: Op, given: CallOptions | undefined, fn: (options: CallOptions) => Promise<T>) => {
     const request = given?.signal;
@@ -86,17 +108,7 @@ export function deadlineStore(store: LeaseStore, o: StoreDeadlineOptions): Lease
     const pending = fn({ ...given, signal: abort.signal });
     pending.catch(() => undefined);
     const timedOut = new Promise<never>((_, reject) => {
-      const fail = () => {
-        o.metrics.storeTimeouts.inc({ op, deadline: expired === "request" ? "request" : "store" });
-        const error = new LeaseStoreError(
-          expired === "request"
-            ? `store ${op} abandoned after ${Math.round(o.clock.now() - started)} ms: the request's deadline passed or its client left`
-            : `store ${op} timed out after ${o.timeoutMs} ms (LEASEHOLD_STORE_TIMEOUT_MS)`,
-          { ambiguous: op === "put" },
-        );
-        o.health.failed(o.clock.now(), error);
-        reject(error);
-      };
+      const fail = () => reject(abandoned(o, op, expired === "request" ? "request" : "store", started));
       abort.signal.addEventListener("abort", fail, { once: true });
       void o.clock.sleep(o.timeoutMs, timer.signal).then(() => {
         if (!timer.signal.aborted) stop("store");
@@ -105,11 +117,10 @@ export function deadlineStore(store: LeaseStore, o: StoreDeadlineOptions): Lease
     timedOut.catch(() => undefined);
     try {
       const value = await Promise.race([pending, timedOut]);
-      o.health.answered(o.clock.now());
+      settled(o);
       return value;
     } catch (error) {
-      if (isAnswer(error)) o.health.answered(o.clock.now());
-      else if (!abort.signal.aborted) o.health.failed(o.clock.now(), error);
+      if (!abort.signal.aborted) settled(o, error); // an abandoned call was reported as such
       throw error;
     } finally {
       timer.abort();
@@ -186,14 +197,13 @@ class StepDeadline {
         (value) => {
           if (this.current !== mine) return; // timed out already
           this.current = undefined;
-          this.o.health.answered(this.o.clock.now());
+          settled(this.o);
           resolve(value);
         },
         (error: unknown) => {
           if (this.current !== mine) return;
           this.current = undefined;
-          if (isAnswer(error)) this.o.health.answered(this.o.clock.now());
-          else this.o.health.failed(this.o.clock.now(), error);
+          settled(this.o, error);
           reject(error);
         },
       );
@@ -218,15 +228,7 @@ class StepDeadline {
             continue;
           }
           this.current = undefined;
-          this.o.metrics.storeTimeouts.inc({ op: "list", deadline: "store" });
-          const error = new LeaseStoreError(
-            `store list timed out after ${this.o.timeoutMs} ms (LEASEHOLD_STORE_TIMEOUT_MS)`,
-            {
-              ambiguous: false,
-            },
-          );
-          this.o.health.failed(this.o.clock.now(), error);
-          step.fail(error);
+          step.fail(abandoned(this.o, "list", "store", step.started));
         }
       } finally {
         this.watching = false;
