@@ -307,8 +307,7 @@ class SessionGroup {
       const name = `${this.scope}_sessions/slot-${n}`;
       const key = this.slotKey(name);
       if (slotsInUse.has(key)) continue;
-      // Held for this group while it is read: another session of this process (another timing,
-      // the same identity) must not open it too.
+      // Held for this group while it is read: no other session of this process opens it too.
       slotsInUse.add(key);
       let free = false;
       try {

@@ -14,6 +14,7 @@
  */
 
 import { clearedRecord } from "../api/force-release.js";
+import { sameRef } from "../bound/refs.js";
 import { systemClock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
 import { isLeaseCorruptError, LeaseValidationError, ReleaseRefusedError } from "../errors.js";
@@ -55,6 +56,8 @@ export async function releaseLease(
 ): Promise<ReleaseOutcome> {
   const writer = new CasWriter({ store, name, clock: systemClock });
   let current = await store.get(name);
+  /** The session tenure already interrupted: a retry of the release does not write it again. */
+  let interrupted: SessionRef | undefined;
   for (let attempt = 1; ; attempt++) {
     if (!current) throw new ReleaseRefusedError(`lease "${name}" does not exist; nothing changed`);
     const r = current.record;
@@ -71,7 +74,10 @@ export async function releaseLease(
         `lease "${name}" is held by ${r.holder} in term ${r.term}, not by ${holder} in term ${term}; nothing changed`,
       );
     }
-    if (r.session) await interruptSession(store, r.session, r.holder);
+    if (r.session && !sameRef(r.session, interrupted)) {
+      await interruptSession(store, r.session, r.holder);
+      interrupted = r.session;
+    }
     // Through the one write path: a conflict that shows this very release (an SDK retry of a
     // write that applied) is a success, not "changed while releasing".
     const outcome = await writer.writeSettled(releasedRecord(r, Math.max(Date.now(), r.renewedAt)), current.revision);
