@@ -119,7 +119,8 @@ describe("leasehold run", () => {
   it.concurrent("exits with the command's status and releases the lease", async ({ onTestFinished }) => {
     const { wrapper, record, job } = world(onTestFinished);
     const a = wrapper("A", 1500, job("exit", "3"));
-    expect((await a.exited).code).toBe(3);
+    // Its own account, should the exit status differ (a run under load once exited 75).
+    expect((await a.exited).code, a.stderr()).toBe(3);
     expect((await record())?.record).toMatchObject({ holder: null, term: 1 });
     expect(a.stderr()).toContain("command exited with status 3");
   });
