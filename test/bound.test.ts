@@ -187,14 +187,27 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
   class CallsOn extends StoreWrapper {
     reads = 0;
     writes = 0;
+    /** Reads of `watched`: the session the lease is bound to, when a follower looks at it. */
+    looks = 0;
+    /** Monotonic instants of every read of the lease, and of the other records. */
+    readTimes: number[] = [];
+    lookTimes: number[] = [];
     constructor(
       inner: LeaseStore,
       private readonly lease: string,
+      private readonly clock?: ManualClock,
+      private readonly watched?: string,
     ) {
       super(inner, { without: ["watch"] });
     }
     override get(name: string, options?: CallOptions): Promise<Stored | null> {
-      if (name === this.lease) this.reads++;
+      if (name === this.lease) {
+        this.reads++;
+        if (this.clock) this.readTimes.push(this.clock.now());
+      } else if (name === this.watched) {
+        this.looks++;
+        if (this.clock) this.lookTimes.push(this.clock.now());
+      }
       return super.get(name, options);
     }
     override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
@@ -203,7 +216,7 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     }
   }
 
-  it("a waiting follower reads the lease once per pollMs, asking the lane before each read and its acquisition", async () => {
+  it("a waiting follower reads one record a poll (the lease or the session it is bound to), asking the lane before each read and its acquisition", async () => {
     const clock = new ManualClock();
     const tracked = new TrackedStore(new MemoryStore());
     clock.idle = () => tracked.settle();
@@ -216,7 +229,7 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     };
     const timing = { leaseMs: 1000, renewMs: 300, retryMs: 100, jitter: 0, clock } as const;
     const a = openSession({ store: tracked, name: "_sessions/a", identity: "a", ...timing });
-    const bStore = new CallsOn(tracked, "jobs/paced");
+    const bStore = new CallsOn(tracked, "jobs/paced", clock, "_sessions/a");
     const b = openSession({ store: bStore, name: "_sessions/b", identity: "b", ...timing, pollMs: 500, lane });
     const ea = a.elector({ name: "jobs/paced", handover: false });
     const eb = b.elector({ name: "jobs/paced", handover: false });
@@ -226,9 +239,14 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     await clock.advance(0);
     eb.start();
     await clock.advance(5000);
-    // Read at start, then every 500 ms for 5 s (a session renewal every 300 ms changes nothing).
+    // The lease: read at start, then every 500 ms for 5 s (a session renewal changes nothing).
     expect(bStore.reads).toBe(11);
-    expect(asked).toEqual(Array.from({ length: 11 }, () => "poll"));
+    // a's session (renewed every 300 ms): looked at just after every second renewal (no more
+    // than one look per 3/4 poll), 600 ms apart, not every poll.
+    // a's session is established at 0 and renewed at 300, 600, ...; each look lands 37.5 ms (an
+    // eighth of the interval) after a renewal is due, so a crash is first seen that late.
+    expect(bStore.lookTimes).toEqual([0, ...Array.from({ length: 8 }, (_, i) => 637.5 + 600 * i)]);
+    expect(asked).toEqual(Array.from({ length: bStore.reads + bStore.looks }, () => "poll"));
     await a.close();
     await clock.advance(500);
     expect(terms).toEqual([2]);
@@ -236,7 +254,7 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     // tell b first, a conflicting acquisition then carries the released record).
     expect(bStore.writes).toBeGreaterThan(0);
     expect(asked.filter((k) => k === "acquire")).toHaveLength(bStore.writes);
-    expect(asked.filter((k) => k === "poll")).toHaveLength(bStore.reads);
+    expect(asked.filter((k) => k === "poll")).toHaveLength(bStore.reads + bStore.looks);
     await b.close({ release: false });
   });
 });

@@ -2,7 +2,7 @@
  * The DynamoDB lock clients a user would otherwise pick, each candidate its own process
  * (bench/peers/): awslabs' Java lock client (Maven Central) and cirello.io/dynamolock/v2 (Go). Both
  * print `{"event":"waiting"|"acquired"|"released","at":"<CLOCK_MONOTONIC ns>"}` lines; SIGTERM
- * releases, SIGKILL crashes. A peer that cannot be built here (no Maven, no dynamolock source)
+ * releases, SIGKILL crashes. A peer that cannot be built here (no Maven, no Go module proxy)
  * throws with the reason, and the bench prints that reason instead of its row.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -43,21 +43,21 @@ export async function buildJavaPeer(): Promise<PeerCommand> {
   return (a) => ({ file: "java", args: ["-cp", `${out}:${classpath}`, "LockCandidate", ...positional(a)] });
 }
 
+/** The cirello.io/dynamolock/v2 release the module proxy serves here (v2.0.0 and v2.2.0 are refused). */
+export const DYNAMOLOCK_VERSION = "v2.1.0";
+
 /**
- * Builds bench/peers/go-dynamolock against the cirello.io/dynamolock/v2 source in
- * DYNAMOLOCK_V2_DIR (the Go module proxy here does not serve that module).
+ * Builds bench/peers/go-dynamolock against cirello.io/dynamolock/v2 `DYNAMOLOCK_VERSION` from the
+ * Go module proxy, or against the source tree in DYNAMOLOCK_V2_DIR when that is set.
  */
 export async function buildGoPeer(): Promise<PeerCommand> {
   const source = process.env.DYNAMOLOCK_V2_DIR;
-  if (!source) throw new Error("set DYNAMOLOCK_V2_DIR to a cirello.io/dynamolock/v2 source tree");
   const dir = mkdtempSync(join(tmpdir(), "leasehold-go-peer-"));
   cpSync(join(peers, "go-dynamolock"), dir, { recursive: true });
   const env = { ...process.env, CGO_ENABLED: "0" };
-  await run(
-    "go",
-    ["mod", "edit", "-require=cirello.io/dynamolock/v2@v2.0.0", `-replace=cirello.io/dynamolock/v2=${source}`],
-    { cwd: dir, env },
-  );
+  const edits = [`-require=cirello.io/dynamolock/v2@${DYNAMOLOCK_VERSION}`];
+  if (source) edits.push(`-replace=cirello.io/dynamolock/v2=${source}`);
+  await run("go", ["mod", "edit", ...edits], { cwd: dir, env });
   await run("go", ["mod", "tidy"], { cwd: dir, env, timeout: 600_000 });
   await run("go", ["build", "-o", join(dir, "candidate"), "."], { cwd: dir, env, timeout: 600_000 });
   return (a) => ({ file: join(dir, "candidate"), args: positional(a) });

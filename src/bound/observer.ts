@@ -20,8 +20,13 @@
  */
 import type { Clock } from "../clock.js";
 import { CasWriter } from "../elector/cas.js";
+import { type Lane, openLane } from "../elector/lane.js";
 import { type LeaseStore, releasedRecord, type Stored } from "../lease.js";
+import { nextLookAt } from "./look-schedule.js";
 import type { SessionRef } from "./refs.js";
+
+/** The library's default renewMs / leaseMs. */
+const DEFAULT_RENEW_SHARE = 1 / 3;
 
 export interface Observation {
   stored: Stored | null;
@@ -55,8 +60,12 @@ export class SessionObserver {
       clock: Clock;
       maxSkewMs: number;
       callTimeoutMs: number;
-      /** How often a live session is looked at again (the session's retryMs). */
+      /** A live session is looked at no more than once in this many ms (./look-schedule.ts). */
       pollMs: number;
+      /** The lane a look asks first, as a follower's poll does. */
+      lane?: Lane;
+      /** Owners' renewal interval as a share of their lease (renewMs / leaseMs; default 1/3). */
+      renewShare?: number;
       /** Who fences: written into the fenced record as `fenced`, for status. */
       identity: string;
     },
@@ -75,9 +84,10 @@ export class SessionObserver {
     const e = this.entry(name);
     if (e.obs && e.obs.readAt >= freshAfter && !e.mustRead) return e.obs;
     if (e.reading && e.reading.startedAt >= freshAfter) return e.reading.done;
+    // Stamped before the lane admits it: the read is sent later, so this only makes it look older.
     const startedAt = this.s.clock.now();
     e.mustRead = false;
-    const done = e.writer.read().then((stored) => this.note(e, stored, startedAt));
+    const done = this.admitted(() => e.writer.read()).then((stored) => this.note(e, stored, startedAt));
     const reading = { startedAt, done };
     e.reading = reading;
     const clear = () => {
@@ -109,9 +119,20 @@ export class SessionObserver {
     if (r.renewedAt + r.leaseMs + this.s.maxSkewMs < this.s.clock.wallNow()) return { kind: "expired", stored };
     const expiresAt = obs.at + r.leaseMs;
     if (obs.readAt >= expiresAt) return { kind: "expired", stored };
-    // Looked at every pollMs, so a renewal is first seen at most pollMs after it landed, and an
-    // expiry is noticed at most pollMs late (one read per session per process, whatever the leases).
-    return { kind: "live", lookAt: Math.min(expiresAt, obs.readAt + this.s.pollMs) };
+    // Looked at just after a renewal is due, at most once a poll, and at its expiry (one read per
+    // session per process, whatever the leases): ./look-schedule.ts.
+    const lookAt = nextLookAt({
+      now: this.s.clock.now(),
+      wallNow: this.s.clock.wallNow(),
+      renewedAt: r.renewedAt,
+      leaseMs: r.leaseMs,
+      firstSeen: obs.at,
+      readAt: obs.readAt,
+      pollMs: this.s.pollMs,
+      maxSkewMs: this.s.maxSkewMs,
+      renewShare: this.s.renewShare ?? DEFAULT_RENEW_SHARE,
+    });
+    return { kind: "live", lookAt };
   }
 
   /**
@@ -141,6 +162,16 @@ export class SessionObserver {
     };
     fencing.then(clear, clear);
     return fencing;
+  }
+
+  /** A look is a follower's poll: it asks the lane first (renewals first, ../elector/lane.ts). */
+  private async admitted<T>(call: () => Promise<T>): Promise<T> {
+    const done = await (this.s.lane ?? openLane).admit("poll");
+    try {
+      return await call();
+    } finally {
+      done();
+    }
   }
 
   private note(e: Entry, stored: Stored | null, readAt: number): Observation {

@@ -169,8 +169,11 @@ export class LeaseSession implements SessionPort {
       maxSkewMs: this.timing.maxSkewMs,
       callTimeoutMs: this.timing.callTimeoutMs,
       // A live session is looked at no more often than a lease is polled (the lock clients' pace,
-      // `pollMs`) nor than a failed call is retried: its expiry is noticed that late at most.
+      // `pollMs`) nor than a failed call is retried, timed to its owner's renewals, taken to be
+      // as frequent as ours.
       pollMs: Math.max(this.pollMs, this.timing.retryMs),
+      renewShare: this.timing.renewMs / this.timing.leaseMs,
+      lane: this.lane,
       identity,
     });
     this.member = new SessionCore({

@@ -5,12 +5,19 @@
  * direct one (each request is routed, validated and digested), so `npm test` runs 16 seeds per
  * mode, alternating memory and SQLite; `npm run chaos -- --api` runs more.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { MODES, runScenario, type ScenarioStats } from "./scenario.js";
 import { addResult, type ChaosTotals, emptyTotals } from "./summary.js";
 
 const RUNS_PER_MODE = 16;
 const FROM = Number(process.env.CHAOS_SEED_FROM ?? 1);
+
+/**
+ * Writes the API's holding rules refused (409), over every mode: a few a mode in 64 seeds, so a
+ * mode's 16 alone may show none (default candidates, seeds 1-16, since looks follow renewals).
+ */
+let refusals = 0;
+afterAll(() => expect(refusals, "the holding rules refused writes").toBeGreaterThan(0));
 
 describe.each(MODES)("chaos through the HTTP API: %s candidates", (mode) => {
   it(`${RUNS_PER_MODE} seeded scenarios keep every safety property`, async () => {
@@ -36,7 +43,7 @@ describe.each(MODES)("chaos through the HTTP API: %s candidates", (mode) => {
     expect(totals.registrations, "followers registered through the API").toBeGreaterThan(0);
     expect(totals.handovers, "graceful stops handed over through the API").toBeGreaterThan(0);
     expect(totals.sessionFences, "expired sessions fenced through the API").toBeGreaterThan(0);
-    expect(totals.apiRefusals, "the holding rules refused writes").toBeGreaterThan(0);
+    refusals += totals.apiRefusals;
   }, 300_000);
 });
 

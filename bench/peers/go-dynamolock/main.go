@@ -8,8 +8,8 @@
 // process.hrtime): {"event":"waiting"|"acquired"|"released","at":"<ns>"}. SIGTERM releases the
 // lock (a graceful handover); SIGKILL is the crash.
 //
-// The module proxy does not serve cirello.io/dynamolock, so bench/support/lock-peers.ts builds this
-// against a source tree named by DYNAMOLOCK_V2_DIR (go.mod gets a replace directive in a temp copy).
+// bench/support/lock-peers.ts builds this in a temp copy, requiring the dynamolock release the
+// module proxy serves (or a source tree named by DYNAMOLOCK_V2_DIR, by a replace directive).
 package main
 
 import (
