@@ -116,7 +116,7 @@ async function contenders(): Promise<Contender[]> {
   };
   return [
     // The README's Elector: since issue 31 on the process session (the follower also looks at the
-    // leader's session record every max(pollMs, retryMs); a graceful stop hands over in one write).
+    // leader's session record, timed to its renewals; a graceful stop hands over in one write).
     electorContender("leasehold Elector (TypeScript), defaults: process session", {}),
     // The Elector renewing its own record (the default before issue 31), side by side.
     electorContender("leasehold Elector, session: false (renews its own record)", { session: false }),
@@ -139,7 +139,7 @@ function electorContender(
     how: (leaseMs) =>
       extraOf(leaseMs).session === false
         ? `poll every pollMs 1000 ms (takeover at the observed expiry), renew every ${Math.floor(leaseMs / 3)} ms`
-        : `poll the lease every 1000 ms and the leader's session every max(1000, leaseMs / 7.5) ms, session renewed every ${Math.floor(leaseMs / 3)} ms`,
+        : `poll the lease every 1000 ms; look at the leader's session just after its renewals (every ${Math.floor(leaseMs / 3)} ms), at most one look per 750 ms`,
     start: (args) => {
       const client = dynamoClient(args.endpoint);
       const elector = new Elector({

@@ -14,7 +14,8 @@
  *   (term + 1, to a registered successor), and by a follower registering as successor.
  * - A follower judges L by the session it names (src/bound/observer.ts): over (a later term of
  *   that session, or released or fenced): take L at once; expired by observed time or by its
- *   stamps: fence the session first, then take L; live: look again when it could expire. A plain
+ *   stamps: fence the session first, then take L; live: look again just after its owner's next
+ *   renewal is due, or when it could expire (./look-schedule.ts). A plain
  *   record (no session named) is judged by the core's rule (`plainTakeoverAt`).
  * - It follows the core's pacing (src/elector/follower-rules.ts): it reads L every `pollMs`
  *   (whatever wakes it meanwhile: a session renewal never restarts that timer), asks the lane
