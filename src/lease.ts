@@ -300,6 +300,12 @@ const recordFields = z.strictObject({
   successorDigest: digestSchema.optional(),
   upstream: upstreamSchema.optional(),
   fire: fireSchema.optional(),
+  releases: z
+    .number({ error: "expected a number" })
+    .int({ error: "expected a whole number" })
+    .nonnegative({ error: "expected a non-negative number" })
+    .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" })
+    .optional(),
 });
 
 /**
@@ -326,6 +332,7 @@ export const PROTOCOL_FIELDS = [
   "successorDigest",
   "upstream",
   "fire",
+  "releases",
 ] as const satisfies readonly (keyof LeaseRecord)[];
 
 export const recordSchema = recordFields.extend({ name: recordNameSchema }).superRefine(checkProtocolFields);

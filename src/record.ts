@@ -60,6 +60,12 @@ export interface LeaseRecord {
   upstream?: UpstreamProof;
   /** A scheduled job's latest fire (src/schedule/): protocol state, never caller metadata. */
   fire?: FireState | undefined;
+  /**
+   * A process session record: how many leases bound to this session term it has released or
+   * handed over while staying open (src/bound/, docs/design.md §4 "Reading a bound lease"). Its
+   * owner writes it; followers read their lease when it changes, and no verdict depends on it.
+   */
+  releases?: number | undefined;
 }
 
 /**

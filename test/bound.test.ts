@@ -216,7 +216,7 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     }
   }
 
-  it("a waiting follower reads one record a poll (the lease or the session it is bound to), asking the lane before each read and its acquisition", async () => {
+  it("a waiting follower reads one record a poll (the session its lease is bound to, the lease when that counts a release), asking the lane before each", async () => {
     const clock = new ManualClock();
     const tracked = new TrackedStore(new MemoryStore());
     clock.idle = () => tracked.settle();
@@ -239,16 +239,19 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     await clock.advance(0);
     eb.start();
     await clock.advance(5000);
-    // The lease: read at start, then every 500 ms for 5 s (a session renewal changes nothing).
-    expect(bStore.reads).toBe(11);
-    // a's session (renewed every 300 ms): looked at just after every second renewal (no more
-    // than one look per 3/4 poll), 600 ms apart, not every poll.
+    // The lease: read once, at start. a's session counts its releases (`releases`), so b's looks
+    // at it stand in for polls of the lease: at most one read a poll in all.
+    expect(bStore.reads).toBe(1);
+    expect(bStore.reads + bStore.looks).toBeLessThanOrEqual(11);
     // a's session is established at 0 and renewed at 300, 600, ...; each look lands 37.5 ms (an
-    // eighth of the interval) after a renewal is due, so a crash is first seen that late.
-    expect(bStore.lookTimes).toEqual([0, ...Array.from({ length: 8 }, (_, i) => 637.5 + 600 * i)]);
+    // eighth of the interval) after a renewal is due, so a crash is first seen that late: every
+    // second renewal, the first due more than 3/4 of a poll after the last look.
+    const due = [0, ...Array.from({ length: 8 }, (_, i) => 637.5 + 600 * i)];
+    expect(bStore.lookTimes).toHaveLength(due.length);
+    bStore.lookTimes.forEach((t, i) => expect(Math.abs(t - due[i]!)).toBeLessThanOrEqual(1)); // the clock's ms
     expect(asked).toEqual(Array.from({ length: bStore.reads + bStore.looks }, () => "poll"));
     await a.close();
-    await clock.advance(500);
+    await clock.advance(750); // the next look (at most 1.5 polls on) shows the session released
     expect(terms).toEqual([2]);
     // Every read and write of the lease went through the lane (the release of a's session may
     // tell b first, a conflicting acquisition then carries the released record).
@@ -256,6 +259,41 @@ describe("bound leases: the follower's pace and lane are the core's", () => {
     expect(asked.filter((k) => k === "acquire")).toHaveLength(bStore.writes);
     expect(asked.filter((k) => k === "poll")).toHaveLength(bStore.reads + bStore.looks);
     await b.close({ release: false });
+  });
+  it("a follower of an older leader (its session counts no releases) polls the lease every pollMs", async () => {
+    // What leasehold before `releases` writes: the same session record without the count.
+    class Older extends StoreWrapper {
+      override put(next: LeaseRecord, expected: Revision | null, options?: CallOptions): Promise<Stored> {
+        const { releases: _releases, ...older } = next;
+        return super.put(older, expected, options);
+      }
+    }
+    const clock = new ManualClock();
+    const tracked = new TrackedStore(new MemoryStore());
+    clock.idle = () => tracked.settle();
+    const timing = { leaseMs: 1000, renewMs: 300, retryMs: 100, jitter: 0, clock } as const;
+    const a = openSession({
+      store: new Older(tracked, { without: ["watch"] }),
+      name: "_sessions/a",
+      identity: "a",
+      ...timing,
+    });
+    const bStore = new CallsOn(tracked, "jobs/older", clock, "_sessions/a");
+    const b = openSession({ store: bStore, name: "_sessions/b", identity: "b", ...timing, pollMs: 500 });
+    const ea = a.elector({ name: "jobs/older", handover: false });
+    const eb = b.elector({ name: "jobs/older", handover: false });
+    ea.start();
+    await clock.advance(0);
+    eb.start();
+    await clock.advance(5000);
+    expect((await tracked.get("_sessions/a"))?.record.releases).toBeUndefined();
+    // The lease: read at start, then every 500 ms; the session only just after renewals.
+    expect(bStore.reads).toBe(11);
+    expect(bStore.looks).toBe(9);
+    await ea.stop(); // released while a's session stays open: heard at the next poll
+    await clock.advance(500);
+    expect(eb.current).toMatchObject({ isLeader: true, term: 2 });
+    await Promise.all([a.close({ release: false }), b.close({ release: false })]);
   });
 });
 

@@ -12,10 +12,10 @@ import { ManualClock } from "../src/clock.js";
 import { FaultyStore } from "../src/testkit/faulty-store.js";
 import { StoreWrapper } from "../src/testkit/store-wrapper.js";
 
-const base = { now: 0, wallNow: 1_000_000, maxSkewMs: 1000, renewShare: 1 / 3 };
+const base = { now: 0, wallNow: 1_000_000, maxSkewMs: 1000, renewShare: 1 / 3, counts: false };
 
-describe("nextLookAt", () => {
-  it("looks just after the renewal due next, when polls are no more frequent than renewals", () => {
+describe("nextLookAt: looks timed to renewals", () => {
+  it("looks just after the renewal due next", () => {
     // leaseMs 6000: renewed every 2000 ms; written at wall 1_000_000 (monotonic 0), seen at once.
     const o = { ...base, renewedAt: 1_000_000, leaseMs: 6000, firstSeen: 5, readAt: 0, pollMs: 1000 };
     expect(nextLookAt(o)).toBe(2000 + landingMarginMs(2000));
@@ -25,12 +25,15 @@ describe("nextLookAt", () => {
     // leaseMs 2000: renewed every 666.7 ms; the first due more than 750 ms after the read is the second.
     const o = { ...base, renewedAt: 1_000_000, leaseMs: 2000, firstSeen: 5, readAt: 0, pollMs: 1000 };
     expect(nextLookAt(o)).toBeCloseTo((2 * 2000) / 3 + landingMarginMs(2000 / 3), 6);
+    expect(nextLookAt({ ...o, counts: true })).toBeCloseTo((2 * 2000) / 3 + landingMarginMs(2000 / 3), 6);
   });
 
   it("times looks by the owner's stamp on this wall clock, from the latest read", () => {
     // Renewed 1500 ms before this read (wall 998_500), leaseMs 9000 (every 3000 ms): next due at +1500.
     const o = { ...base, renewedAt: 998_500, leaseMs: 9000, firstSeen: 0, readAt: 0, pollMs: 1000 };
     expect(nextLookAt(o)).toBe(1500 + 200);
+    // Read 600 ms later: the renewal due 1,100 ms on is within half a poll of the next poll.
+    expect(nextLookAt({ ...o, counts: true, readAt: 600, now: 600, wallNow: 1_000_600 })).toBe(1700);
   });
 
   it("never later than the expiry by observed time or by stamps (the confirming look)", () => {
@@ -45,6 +48,28 @@ describe("nextLookAt", () => {
   it("a wrong clock or interval only moves looks: a stamp from the future waits at most until expiry", () => {
     const o = { ...base, renewedAt: 1_060_000, leaseMs: 3000, firstSeen: 0, readAt: 0, pollMs: 1000 };
     expect(nextLookAt(o)).toBe(3000);
+    expect(nextLookAt({ ...o, counts: true })).toBe(1000);
+  });
+});
+
+describe("nextLookAt: a session that counts its releases is looked at about once a poll", () => {
+  it("a poll after the read when no renewal is due within half a poll after that", () => {
+    // leaseMs 6000 (every 2000 ms): the renewal due at 2200 is 1,200 ms after the poll at 1000.
+    const o = { ...base, counts: true, renewedAt: 1_000_000, leaseMs: 6000, firstSeen: 5, readAt: 0, pollMs: 1000 };
+    expect(nextLookAt(o)).toBe(1000);
+    // From the look at 1000, the renewal at 2200 is within half a poll after the poll at 2000.
+    expect(nextLookAt({ ...o, readAt: 1000, now: 1000, wallNow: 1_001_000 })).toBe(2200);
+  });
+
+  it("10 s leases: two polls, then the renewal (54 looks a minute)", () => {
+    const o = { ...base, counts: true, renewedAt: 1_000_000, leaseMs: 10_000, firstSeen: 0, pollMs: 1000 };
+    const looks = [200];
+    while (looks.length < 7) {
+      const readAt = looks.at(-1)!;
+      const renewedAt = 1_000_000 + Math.floor(readAt / (10_000 / 3)) * (10_000 / 3);
+      looks.push(nextLookAt({ ...o, renewedAt, readAt, now: readAt, wallNow: 1_000_000 + readAt, firstSeen: readAt }));
+    }
+    expect(looks.map((t) => Math.round(t))).toEqual([200, 1200, 2200, 3533, 4533, 5533, 6867]);
   });
 });
 

@@ -194,7 +194,8 @@ describe.each([
     b.start();
     await w.clock.advance(300);
     await a.stop({ release: false });
-    await w.clock.advance(TIMING.pollMs);
+    // b hears of it at its next look at p's session (which counts the release): within 1.5 polls.
+    await w.clock.advance(TIMING.pollMs * 1.5);
     expect(b.current).toMatchObject({ isLeader: true, term: 2 });
     expect(keep.current.isLeader).toBe(true);
   });

@@ -73,6 +73,8 @@ export interface SessionPort {
   claim(name: string, term: number): void;
   /** Takes back the claim of `term` (a write of it certainly not applied), restoring `before`. */
   unclaim(name: string, term: number, before: number): void;
+  /** A lease bound to the session was released or handed over (its followers read theirs). */
+  noteRelease(): void;
   detach(elector: object): void;
 }
 
@@ -103,7 +105,14 @@ interface Checked {
   at: number;
 }
 
-type Plan = { kind: "acquire" } | { kind: "lead" } | { kind: "register" } | { kind: "wait"; until: number };
+type Plan =
+  | { kind: "acquire" }
+  | { kind: "lead" }
+  | { kind: "register" }
+  /** Read L now: the session it is bound to counts a release since L was last read. */
+  | { kind: "read" }
+  /** `signalled`: L's session counts its releases, so L is read only when that count moves. */
+  | { kind: "wait"; until: number; signalled?: boolean };
 
 export class BoundElector extends ElectorLoop<Held> {
   readonly name: string;
@@ -126,6 +135,8 @@ export class BoundElector extends ElectorLoop<Held> {
   private readonly halt = new AbortController();
   /** When the follower reads L next (monotonic), set by each answer of the store about L. */
   private nextPollAt = 0;
+  /** When the latest read of L that was answered was sent (monotonic). */
+  private readSentAt = Number.NEGATIVE_INFINITY;
   /** The back-off after lost tenures (the core's, ../elector/follower-rules.ts). */
   private readonly backoff = new LossBackoff();
   private readonly work = new LeaderWork();
@@ -375,6 +386,8 @@ export class BoundElector extends ElectorLoop<Held> {
       applied: (stored, _sentAt, sent) => {
         if (stored.record.writeId === sent.writeId || !this.isMyTenure(h, stored)) {
           this.seen = { stored, at: this.session.clock.now() };
+          // Followers that look at our session, not at L, learn of it from the count.
+          if (stored.record.writeId === sent.writeId) this.session.noteRelease();
           return "done";
         }
         h.stored = stored; // an earlier write of ours landed meanwhile: again on top of it
@@ -402,8 +415,10 @@ export class BoundElector extends ElectorLoop<Held> {
     if (this.needsRead) {
       const done = await this.admit("poll");
       if (!done) return;
+      const sentAt = this.session.clock.now();
       try {
         this.observe(await this.writer.read().finally(done));
+        this.readSentAt = sentAt;
       } catch (error) {
         this.events.emit("error", { error, during: "read" });
         return this.wait(this.retryDelay());
@@ -428,14 +443,20 @@ export class BoundElector extends ElectorLoop<Held> {
     if ((plan.kind === "acquire" || plan.kind === "register") && now < this.backoff.notBefore) {
       plan = { kind: "wait", until: this.backoff.notBefore };
     }
+    if (plan.kind === "read") {
+      this.needsRead = true;
+      return;
+    }
     if (plan.kind === "acquire") return this.acquire(o.stored);
     if (plan.kind === "register") return this.register(o.stored!);
     if (plan.kind === "lead") return this.becomeLeader(o.stored!, this.session.validTerm()!);
     this.push.follow(); // only for a wait: a candidate about to write needs no stream
     // At least 1 ms: a plan due now always comes back through a store call, never a busy loop.
-    // Whatever wakes the loop meanwhile, the poll stays due at `nextPollAt`.
-    await this.wait(Math.max(1, Math.min(this.nextPollAt, plan.until) - now));
-    if (this.seen === o && this.session.clock.now() >= this.nextPollAt) this.needsRead = true;
+    // Whatever wakes the loop meanwhile, the poll stays due at `nextPollAt` (unless L's session
+    // signals its releases: then its looks stand in for polls).
+    const pollAt = plan.signalled ? Number.POSITIVE_INFINITY : this.nextPollAt;
+    await this.wait(Math.max(1, Math.min(pollAt, plan.until) - now));
+    if (this.seen === o && this.session.clock.now() >= pollAt) this.needsRead = true;
   }
 
   /** The store just answered about L: the next read is due a poll from now (once a lease with a live stream). */
@@ -488,7 +509,12 @@ export class BoundElector extends ElectorLoop<Held> {
     }
     if (verdict.kind === "over") return { kind: "acquire" };
     if (this.shouldRegister(r, myTerm)) return { kind: "register" };
-    return { kind: "wait", until: verdict.lookAt };
+    // A session that counts its releases (`releases`, written at once by its owner after it
+    // released or handed over a lease bound to it) tells when L changed: read L only when that
+    // count moved after L's last read. One that does not (an older version) leaves L polled.
+    if (obs.stored?.record.releases === undefined) return { kind: "wait", until: verdict.lookAt };
+    if (obs.releasesSince > this.readSentAt) return { kind: "read" };
+    return { kind: "wait", until: verdict.lookAt, signalled: true };
   }
 
   /** A record with no session (written by a plain Elector): judged as the Elector judges it. */
@@ -603,6 +629,7 @@ export class BoundElector extends ElectorLoop<Held> {
         { ...write, renewedAt: this.session.clock.wallNow(), writeId: newWriteId() },
         current.revision,
       );
+      if (handed && outcome.kind === "applied") this.session.noteRelease();
       if (outcome.kind !== "lost") return; // applied, or unknown: a registration is only a hint
       current = outcome.current === undefined ? await this.writer.read().catch(() => undefined) : outcome.current;
     }

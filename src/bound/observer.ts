@@ -34,6 +34,11 @@ export interface Observation {
   at: number;
   /** Monotonic instant the latest read that still showed it was sent. */
   readAt: number;
+  /**
+   * Monotonic instant the session's current count of `releases` (and term) was first seen: a
+   * follower whose lease was read after it knows of every release it counts.
+   */
+  releasesSince: number;
 }
 
 /** What a tenure's record says: over (take its leases), expired (fence first), or live (look again at `lookAt`). */
@@ -131,6 +136,7 @@ export class SessionObserver {
       pollMs: this.s.pollMs,
       maxSkewMs: this.s.maxSkewMs,
       renewShare: this.s.renewShare ?? DEFAULT_RENEW_SHARE,
+      counts: r.releases !== undefined,
     });
     return { kind: "live", lookAt };
   }
@@ -179,9 +185,12 @@ export class SessionObserver {
     const recognised = e.writer.recognise(stored);
     const same = e.obs !== undefined && (e.obs.stored?.revision ?? null) === (stored?.revision ?? null);
     // A read that started before the observation we hold cannot confirm more than it does.
+    const before = e.obs?.stored?.record;
+    const counted =
+      before !== undefined && stored !== null && stored.record.term === before.term && stored.record.releases === before.releases;
     const obs: Observation = same
       ? { ...e.obs!, readAt: Math.max(e.obs!.readAt, readAt) }
-      : { stored, at: now, readAt };
+      : { stored, at: now, readAt, releasesSince: counted ? e.obs!.releasesSince : now };
     if (recognised) obs.stored = recognised.stored;
     e.obs = obs;
     return obs;

@@ -254,7 +254,7 @@ class SessionGroup {
           releasedRecord(r, Math.max(clock.wallNow(), r.renewedAt)),
           stored.revision,
         );
-        if (outcome.kind === "applied") return;
+        if (outcome.kind === "applied") return session.noteRelease(); // its followers read it
       }
     } catch {
       // Unknown: ended below, as for a release that did not land.

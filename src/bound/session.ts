@@ -183,6 +183,7 @@ export class LeaseSession implements SessionPort {
       ...this.timing,
       clock: this.clock,
       random: this.random,
+      countsReleases: true,
     });
     this.member.on("established", ({ term }) => this.tell({ kind: "established", term }));
     this.member.on("renewed", ({ term }) => this.tell({ kind: "renewed", term }));
@@ -196,6 +197,11 @@ export class LeaseSession implements SessionPort {
   /** The session term while it is valid at this instant (the monotonic clock), else `undefined`. */
   validTerm(): number | undefined {
     return this.member.validTerm();
+  }
+
+  /** A lease bound to this session was released or handed over: its count goes up, written at once. */
+  noteRelease(): void {
+    this.member.noteRelease();
   }
 
   /** The held session term and when its window closes, whether or not still open; no side effect. */

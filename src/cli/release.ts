@@ -93,7 +93,8 @@ export async function releaseLease(
 
 /**
  * Makes the holder of session tenure `ref` step down: the session record rewritten unchanged but
- * for a new revision (`renewedAt` now), by compare-and-swap, retried over its renewals; nothing if
+ * for a new revision (`renewedAt` now, and one more of its `releases` where it counts them, so its
+ * followers read their leases), by compare-and-swap, retried over its renewals; nothing if
  * that tenure is over already. Its next renewal conflicts and ends the session; followers, seeing
  * a new revision of a live tenure, wait out a whole lease of observed time before they fence it.
  */
@@ -103,7 +104,9 @@ async function interruptSession(store: LeaseStore, ref: SessionRef, holder: stri
   for (let attempt = 1; ; attempt++) {
     const r = current?.record;
     if (!current || !r || r.holder !== holder || r.term !== ref.term) return; // not that tenure any more
-    const touched = { ...r, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() };
+    // A session that counts its releases counts this one, so followers read the lease at once.
+    const releases = r.releases === undefined ? {} : { releases: r.releases + 1 };
+    const touched = { ...r, ...releases, renewedAt: Math.max(Date.now(), r.renewedAt), writeId: newWriteId() };
     const outcome = await writer.writeSettled(touched, current.revision);
     if (outcome.kind === "applied") return;
     if (attempt === MAX_ATTEMPTS) {

@@ -72,6 +72,11 @@ export interface HolderSettings {
   metadata?: Record<string, string>;
   /** A release also clears the metadata (a member record: its hand-off requests end with it). */
   clearMetadataOnRelease?: boolean;
+  /**
+   * A process session record: each term carries `releases`, from 0, which `noteRelease` counts up
+   * and writes at once (src/bound/, docs/design.md §4 "Reading a bound lease").
+   */
+  countsReleases?: boolean;
   /** Listen to the store's push stream while waiting, where it has one. */
   watch?: boolean;
   /** Admits follower-side calls; default: all at once. */
@@ -125,8 +130,10 @@ export class LeaseHolder extends ElectorLoop<Held> {
   /** The highest term this core has held: never held again once ended. */
   private lastTerm = 0;
   private metadata: Record<string, string>;
-  /** Metadata changed since the last write that carried it. */
+  /** Metadata (or the count of releases) changed since the last write that carried it. */
   private dirty = false;
+  /** The held term's count of releases (with `countsReleases`). */
+  private releases = 0;
   /** The back-off after lost terms (./follower-rules.ts). */
   private readonly backoff = new LossBackoff();
   private campaigning = true;
@@ -214,6 +221,32 @@ export class LeaseHolder extends ElectorLoop<Held> {
     this.wake();
   }
 
+  /**
+   * With `countsReleases`: a record bound to the held term was released or handed over; the
+   * count goes up by one and is written at once (a renewal), so followers that look at this
+   * record learn to read theirs.
+   */
+  noteRelease(): void {
+    if (!this.s.countsReleases || !this.held) return;
+    this.releases++;
+    this.dirty = true;
+    this.wake();
+  }
+
+  /** What a write of the held term carries besides its metadata. */
+  private counted(): Pick<LeaseRecord, "releases"> {
+    return this.s.countsReleases ? { releases: this.releases } : {};
+  }
+
+  /**
+   * A write of ours landed without the latest metadata or count: write them again. A store that
+   * keeps no count (the HTTP store leaves it out) is not written again for it.
+   */
+  private carries(r: LeaseRecord): boolean {
+    const counted = !this.s.countsReleases || r.releases === undefined || r.releases === this.releases;
+    return sameMetadata(r.metadata, this.metadata) && counted;
+  }
+
   start(): void {
     if (this.loop) return;
     this.loop = this.run();
@@ -262,6 +295,7 @@ export class LeaseHolder extends ElectorLoop<Held> {
       holder: this.s.identity,
       leaseMs: this.s.leaseMs,
       metadata: this.metadata,
+      ...this.counted(),
       renewedAt: this.s.clock.wallNow(),
       writeId: newWriteId(),
     };
@@ -273,7 +307,7 @@ export class LeaseHolder extends ElectorLoop<Held> {
     if (this.held !== h) return; // the watchdog ended the term while the call was out
     if (outcome.kind === "applied") {
       // A recognised earlier renewal may carry older metadata: write the current one again.
-      if (!sameMetadata(outcome.stored.record.metadata, this.metadata)) this.dirty = true;
+      if (!this.carries(outcome.stored.record)) this.dirty = true;
       this.adopt(h, outcome.stored, outcome.sentAt);
       this.events.emit("renewed", { term: h.stored.record.term, revision: outcome.stored.revision });
     } else if (outcome.kind === "lost") {
@@ -443,6 +477,8 @@ export class LeaseHolder extends ElectorLoop<Held> {
       acquiredAt: wall,
       renewedAt: wall,
       metadata: this.metadata,
+      // A new term's count of releases starts at 0.
+      ...(this.s.countsReleases ? { releases: 0 } : {}),
       writeId: newWriteId(),
     };
     const dirty = this.dirty;
@@ -490,7 +526,8 @@ export class LeaseHolder extends ElectorLoop<Held> {
     this.held = h;
     this.push?.close(); // a holder needs no stream (./push-follower.ts)
     this.lastTerm = r.term;
-    if (!sameMetadata(r.metadata, this.metadata)) this.dirty = true;
+    this.releases = 0;
+    if (!this.carries(r)) this.dirty = true;
     this.adopt(h, stored, sentAt);
     this.events.emit("established", { stored, sentAt, until: h.until });
   }

@@ -16,7 +16,9 @@
  * - a new session is always term + 1 by compare-and-swap, at once on a record this process wrote
  *   or a released one (after the back-off that follows a lost session), otherwise once the record
  *   has expired by observed time; a session term, once ended, is never held again;
- * - a release writes holder null and empty metadata, keeping the term.
+ * - a release writes holder null and empty metadata, keeping the term;
+ * - with `countsReleases` (a process session), each term carries `releases`, the count of records
+ *   bound to it that were given up, which `noteRelease` raises and writes at once.
  *
  * Runtime-neutral.
  */
@@ -95,6 +97,11 @@ export class SessionCore {
   /** Metadata for the next write; a change is written at once rather than at the next renewal. */
   setMetadata(metadata: Record<string, string>): void {
     this.core.setMetadata(metadata);
+  }
+
+  /** With `countsReleases`: one more record bound to this term was given up; written at once. */
+  noteRelease(): void {
+    this.core.noteRelease();
   }
 
   start(): void {

@@ -23,6 +23,7 @@ export function leaseView(stored: Stored, expiresAt?: number): LeaseView {
     ...(r.successor ? { successor: r.successor } : {}),
     ...(r.upstream ? { upstream: r.upstream } : {}),
     ...(r.fire ? { fire: r.fire } : {}),
+    ...(r.releases !== undefined ? { releases: r.releases } : {}),
     revision: stored.revision,
   };
 }

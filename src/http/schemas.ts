@@ -125,6 +125,17 @@ const fire = z
       "A scheduled job's latest fire: it never goes back, and a settled one is never reopened (409 term-rule fire-rewound, fire-reopened)",
   });
 
+/** A process session record's count of leases it released or handed over (src/record.ts). */
+const releases = z
+  .number({ error: "expected a number" })
+  .int({ error: "expected a whole number" })
+  .nonnegative({ error: "expected a non-negative number" })
+  .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" })
+  .meta({
+    description:
+      "A process session record written straight to a store (never through this API, which refuses it): how many leases bound to this session term its holder released or handed over while keeping the session. Its followers read those leases when it changes; nothing is judged by it",
+  });
+
 /**
  * The largest term a new lease may start at through the raw PUT: far beyond any real use, and
  * 2^52 short of 2^53-1, so a lease created there can still pass on (a term past 2^53-1 could not
@@ -344,6 +355,7 @@ export const Lease = z
     successor: successor.optional(),
     upstream: upstream.optional(),
     fire: fire.optional(),
+    releases: releases.optional(),
     revision,
   })
   .meta({ id: "Lease", description: "One lease record and its revision" });

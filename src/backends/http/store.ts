@@ -87,6 +87,9 @@ export class HttpStore implements LeaseStore {
       holderDigest,
       successorDigest,
       upstream: _upstream,
+      // A session's count of releases stays out of the API (which does not take it): followers
+      // through the API hear of releases by push (docs/design.md §4 "Reading a bound lease").
+      releases: _releases,
       ...rest
     } = validateRecord(next);
     const proofs = {

@@ -647,6 +647,9 @@ type Lease struct {
 	// Name A record's name: a lease name (1-192 characters: "/"-separated segments of a-z 0-9 . _ -, each starting and ending with a letter or digit (no empty, "." or ".." segment)), or a protocol record's: [<scope>/]_sessions/<id> (a process session), <group>/_config, <group>/_members/<id>, <group>/_buckets/<index> (a sharded group)
 	Name string `json:"name"`
 
+	// Releases A process session record written straight to a store (never through this API, which refuses it): how many leases bound to this session term its holder released or handed over while keeping the session. Its followers read those leases when it changes; nothing is judged by it
+	Releases *int `json:"releases,omitempty"`
+
 	// RenewedAt When this revision was written (server wall clock, ms)
 	RenewedAt int `json:"renewedAt"`
 
