@@ -115,8 +115,9 @@ async function contenders(): Promise<Contender[]> {
     }
   };
   return [
-    // The README's Elector: since issue 31 on the process session (the follower also looks at the
-    // leader's session record, timed to its renewals; a graceful stop hands over in one write).
+    // The README's Elector: since issue 31 on the process session (the follower looks at the
+    // leader's session record, timed to its renewals, and reads the lease when it counts a
+    // release; a graceful stop hands over in one write).
     electorContender("leasehold Elector (TypeScript), defaults: process session", {}),
     // The Elector renewing its own record (the default before issue 31), side by side.
     electorContender("leasehold Elector, session: false (renews its own record)", { session: false }),
@@ -139,7 +140,7 @@ function electorContender(
     how: (leaseMs) =>
       extraOf(leaseMs).session === false
         ? `poll every pollMs 1000 ms (takeover at the observed expiry), renew every ${Math.floor(leaseMs / 3)} ms`
-        : `poll the lease every 1000 ms; look at the leader's session just after its renewals (every ${Math.floor(leaseMs / 3)} ms), at most one look per 750 ms`,
+        : `look at the leader's session about every 1000 ms, moved to just after its renewals (every ${Math.floor(leaseMs / 3)} ms), none within 750 ms; read the lease when the session counts a release`,
     start: (args) => {
       const client = dynamoClient(args.endpoint);
       const elector = new Elector({

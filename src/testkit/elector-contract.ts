@@ -456,6 +456,7 @@ export function describeElectorContract(
               pollMs: POLL,
               safetyMs: SAFETY,
               jitter: 0,
+              session: SESSION,
               clock: h.clock,
               signal: controllers[id].signal,
             },
@@ -478,7 +479,7 @@ export function describeElectorContract(
         await h.clock.advance(ms(250) + heard);
         await expect(a).resolves.toBeUndefined();
         expect(log.slice(0, 2)).toEqual(["a start 1 @0", `a end 1 @${ms(750)}`]);
-        const bStart = /^b start 2 @(\d+)$/.exec(log[2] ?? "");
+        const bStart = /^b start 2 @([\d.]+)$/.exec(log[2] ?? "");
         expect(bStart).not.toBeNull();
         expect(Number(bStart![1])).toBeGreaterThanOrEqual(ms(750));
         expect(Number(bStart![1])).toBeLessThanOrEqual(ms(750) + heard);
