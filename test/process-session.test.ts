@@ -182,6 +182,36 @@ describe.each([
     expect(w.clock.now() - stoppedAt).toBeGreaterThanOrEqual(TIMING.leaseMs);
   });
 
+  it("a release counts on a session others still use, not on one that closes: followers hear of it either way", async () => {
+    const w = world(make());
+    const p = w.process();
+    const keep = w.elector(p, { name: "jobs/keep" });
+    const y = w.elector(p, { name: "jobs/y" });
+    keep.start();
+    y.start();
+    await w.clock.advance(100);
+    const sessionOf = async () => (await w.shared.get("jobs/_sessions/slot-0"))!.record;
+    expect((await sessionOf()).releases).toBe(0);
+    // One of two: the session stays, and counts the release (one write of it, at once).
+    const before = w.shared.written.length;
+    await y.stop();
+    await w.clock.advance(0);
+    const wrote = w.shared.written.slice(before).map((r) => [r.name, r.holder, r.releases]);
+    expect(wrote).toEqual([
+      ["jobs/y", null, undefined],
+      ["jobs/_sessions/slot-0", (await sessionOf()).holder, 1],
+    ]);
+    // The last one: the session's own release says it all, with no count written before it.
+    const last = w.shared.written.length;
+    await keep.stop();
+    await w.clock.advance(0);
+    const closing = w.shared.written.slice(last).map((r) => [r.name, r.holder, r.releases]);
+    expect(closing).toEqual([
+      ["jobs/keep", null, undefined],
+      ["jobs/_sessions/slot-0", null, 1],
+    ]);
+  });
+
   it("stop({ release: false }) on a session others still use hands over or releases all the same (the lease would stay held)", async () => {
     const w = world(make());
     const p = w.process();

@@ -187,7 +187,10 @@ export class SessionObserver {
     // A read that started before the observation we hold cannot confirm more than it does.
     const before = e.obs?.stored?.record;
     const counted =
-      before !== undefined && stored !== null && stored.record.term === before.term && stored.record.releases === before.releases;
+      before !== undefined &&
+      stored !== null &&
+      stored.record.term === before.term &&
+      stored.record.releases === before.releases;
     const obs: Observation = same
       ? { ...e.obs!, readAt: Math.max(e.obs!.readAt, readAt) }
       : { stored, at: now, readAt, releasesSince: counted ? e.obs!.releasesSince : now };

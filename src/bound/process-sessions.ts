@@ -206,12 +206,16 @@ class SessionGroup {
   started(user: SessionUser): void {
     this.members.add(user);
     this.running.add(user);
+    this.session?.countReleases(true);
     if (this.session) user.attach(this.session);
     else void this.claim();
   }
 
   stopping(user: SessionUser): void {
     this.running.delete(user);
+    // The last running Elector is stopping: the session closes once it has left, which tells
+    // followers of its leases what a count would (./session.ts countReleases).
+    if (this.running.size === 0) this.session?.countReleases(false);
   }
 
   async leave(user: SessionUser, release: boolean): Promise<void> {

@@ -115,6 +115,8 @@ export function openSession(options: SessionOptions): LeaseSession {
 }
 
 export class LeaseSession implements SessionPort {
+  private counting = true;
+  private uncounted = false;
   readonly name: string;
   readonly identity: string;
   readonly leaseMs: number;
@@ -201,7 +203,21 @@ export class LeaseSession implements SessionPort {
 
   /** A lease bound to this session was released or handed over: its count goes up, written at once. */
   noteRelease(): void {
-    this.member.noteRelease();
+    if (this.counting) this.member.noteRelease();
+    else this.uncounted = true;
+  }
+
+  /**
+   * Whether releases are counted now. Not while the session is about to close (its release tells
+   * followers as much, and a count would cost its last Electors' stops one more write); counting
+   * again after a release went uncounted counts it then.
+   */
+  countReleases(on: boolean): void {
+    this.counting = on;
+    if (on && this.uncounted) {
+      this.uncounted = false;
+      this.member.noteRelease();
+    }
   }
 
   /** The held session term and when its window closes, whether or not still open; no side effect. */
