@@ -18,14 +18,17 @@
  *   renewal is due, or when it could expire (./look-schedule.ts). A plain
  *   record (no session named) is judged by the core's rule (`plainTakeoverAt`).
  * - It follows the core's pacing (src/elector/follower-rules.ts): it reads L every `pollMs`
- *   (whatever wakes it meanwhile: a session renewal never restarts that timer), asks the lane
+ *   (whatever wakes it meanwhile: a session renewal never restarts that timer), or, when the
+ *   session L names counts its releases (`releases`), only when that count or the session's term
+ *   moved after its last read of L (its looks at the session are its polls), asks the lane
  *   before each read of L and each write to take or register for it, and after a lost term waits
  *   the core's back-off before campaigning again.
- * - Hand-over: a waiting follower writes itself into L as `leasehold.next` (possible because L is
+ * - Hand-over: a waiting follower writes itself into L as its `successor` (possible because L is
  *   not rewritten by renewals). A graceful stop writes L with that successor as holder, under its
- *   session, term + 1 (one write); the successor learns it by push or its next poll and leads at
- *   once under its own valid session. Only to a successor whose session the releaser has just seen
- *   live; otherwise it releases plainly.
+ *   session, term + 1 (one write; then one more of its session's count of releases, if the
+ *   session stays open); the successor learns it by push, its next poll, or the count at its next
+ *   look, and leads at once under its own valid session. Only to a successor whose session the
+ *   releaser has just seen live; otherwise it releases plainly.
  *
  * All store calls for L run one at a time from one loop (a release never races an acquisition).
  * Runtime-neutral.
