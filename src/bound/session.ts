@@ -170,10 +170,10 @@ export class LeaseSession implements SessionPort {
       clock: this.clock,
       maxSkewMs: this.timing.maxSkewMs,
       callTimeoutMs: this.timing.callTimeoutMs,
-      // A live session is looked at no more often than a lease is polled (the lock clients' pace,
-      // `pollMs`) nor than a failed call is retried, timed to its owner's renewals, taken to be
-      // as frequent as ours.
-      pollMs: Math.max(this.pollMs, this.timing.retryMs),
+      // A live session is looked at about as often as a lease is polled (the lock clients' pace,
+      // `pollMs`): its looks are its followers' polls. They are timed to its owner's renewals,
+      // taken to be as frequent as ours.
+      pollMs: this.pollMs,
       renewShare: this.timing.renewMs / this.timing.leaseMs,
       lane: this.lane,
       identity,
