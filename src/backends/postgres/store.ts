@@ -270,9 +270,11 @@ export class PostgresStore extends CounterStore implements LeaseStore {
     this.closed = true;
     await this.listener?.close();
     await Promise.allSettled(this.inFlight);
-    this.pool.off("error", this.onPoolError);
     this.pool.off("connect", this.onPoolConnect);
+    // A pool of ours keeps its error listener while it ends and after: a connection the server
+    // kills meanwhile (57P01) is still an `error` event, which with no listener ends the process.
     if (this.ownsPool) await this.pool.end();
+    else this.pool.off("error", this.onPoolError);
   }
 
   /** Push: one stream of the lease, the current record first, then each newer one (./listener.ts). */
