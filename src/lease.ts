@@ -276,6 +276,13 @@ const wallMsSchema = z
   .int({ error: "expected whole milliseconds" })
   .nonnegative({ error: "expected a non-negative number" });
 
+/** A process session record's count of the leases it gave up (src/record.ts `releases`). */
+export const releasesSchema = z
+  .number({ error: "expected a number" })
+  .int({ error: "expected a whole number" })
+  .nonnegative({ error: "expected a non-negative number" })
+  .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" });
+
 /** A scheduled job's latest fire (src/record.ts `FireState`). */
 export const fireSchema = z.strictObject({
   at: wallMsSchema,
@@ -300,12 +307,7 @@ const recordFields = z.strictObject({
   successorDigest: digestSchema.optional(),
   upstream: upstreamSchema.optional(),
   fire: fireSchema.optional(),
-  releases: z
-    .number({ error: "expected a number" })
-    .int({ error: "expected a whole number" })
-    .nonnegative({ error: "expected a non-negative number" })
-    .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" })
-    .optional(),
+  releases: releasesSchema.optional(),
 });
 
 /**

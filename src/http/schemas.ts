@@ -30,6 +30,7 @@ import {
   RECORD_NAME_PATTERN,
   RECORD_NAME_RULE,
   RESERVED_METADATA_PREFIXES,
+  releasesSchema,
   SERVED_NAME_PATTERN,
   SERVED_NAME_RULE,
 } from "../lease.js";
@@ -126,15 +127,10 @@ const fire = z
   });
 
 /** A process session record's count of leases it released or handed over (src/record.ts). */
-const releases = z
-  .number({ error: "expected a number" })
-  .int({ error: "expected a whole number" })
-  .nonnegative({ error: "expected a non-negative number" })
-  .max(Number.MAX_SAFE_INTEGER, { error: "expected at most 2^53-1" })
-  .meta({
-    description:
-      "A process session record written straight to a store (never through this API, which refuses it): how many leases bound to this session term its holder released or handed over while keeping the session. Its followers read those leases when it changes; nothing is judged by it",
-  });
+const releases = releasesSchema.meta({
+  description:
+    "A process session record written straight to a store (never through this API, which refuses it): how many leases bound to this session term its holder released or handed over while keeping the session. Its followers read those leases when it changes; nothing is judged by it",
+});
 
 /**
  * The largest term a new lease may start at through the raw PUT: far beyond any real use, and
